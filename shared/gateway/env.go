@@ -1,0 +1,42 @@
+package gateway
+
+import (
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+)
+
+// ConfigFromEnv reads the settings every entry point shares (README,
+// "Configuration"). getenv is os.Getenv in main and a map in tests.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	cfg := Config{
+		Class:       getenv("GATEWAY_CLASS"),
+		ErrorPrefix: getenv("GATEWAY_ERROR_PREFIX"),
+	}
+	if v := getenv("GATEWAY_DB_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return Config{}, fmt.Errorf("GATEWAY_DB_TIMEOUT=%q: want a positive duration such as 8s", v)
+		}
+		cfg.Timeout = d
+	}
+	if v := getenv("GATEWAY_MAX_BODY"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return Config{}, fmt.Errorf("GATEWAY_MAX_BODY=%q: want a positive number of bytes", v)
+		}
+		cfg.MaxBody = n
+	}
+	return cfg, nil
+}
+
+// LogLevel maps LOG_LEVEL (debug, info, warn, error; the Lambda runtime's
+// upper-case names too) to a slog level; info when unset or unknown.
+func LogLevel(v string) slog.Level {
+	var l slog.Level
+	if l.UnmarshalText([]byte(v)) != nil {
+		return slog.LevelInfo
+	}
+	return l
+}

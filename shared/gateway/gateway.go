@@ -1,0 +1,267 @@
+// Package gateway is the HTTP face of the service: it routes
+// POST /{instance}/RestServerIsapi.dll/api/v1/{class}/{executequery|execute},
+// resolves the instance, validates the body against the catalog, runs the
+// call and writes the original service's JSON. The Lambdas, the local server
+// and the tests all serve this one handler.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/firebird"
+	"github.com/erp-gateway/gateway/shared/record"
+	"github.com/erp-gateway/gateway/shared/tenants"
+)
+
+// Database runs procedures; *firebird.Pools is the real one.
+type Database interface {
+	Read(ctx context.Context, t firebird.Target, procedure string, args []any) (record.Set, error)
+	Write(ctx context.Context, t firebird.Target, procedure string, args []any, readBack string, readArgs []any) (record.Set, error)
+}
+
+// Instances resolves instance names; *tenants.File is one.
+type Instances interface {
+	Lookup(ctx context.Context, name string) (tenants.Instance, error)
+}
+
+// Config holds the deployment's choices. Zero values take the defaults.
+type Config struct {
+	// Class is the interface-class path segment, TServiceRestInterface by
+	// default; real deployments carry the vendor's name there.
+	Class string
+	// ErrorPrefix starts every ex_execsql, before "exception N". A
+	// deployment may set "[FireDAC][Phys][FB]" to match the original.
+	ErrorPrefix string
+	// MaxBody is the largest request body accepted, in bytes.
+	MaxBody int64
+	// Timeout bounds each database call.
+	Timeout time.Duration
+	// Endpoints served; both when empty. A Lambda serves one.
+	Endpoints []catalog.Endpoint
+}
+
+// Defaults of Config.
+const (
+	DefaultClass       = "TServiceRestInterface"
+	DefaultErrorPrefix = "[firebirdsql]"
+	DefaultMaxBody     = 64 << 10
+	DefaultTimeout     = 10 * time.Second
+)
+
+// Handler is the gateway's http.Handler.
+type Handler struct {
+	cfg       Config
+	catalog   *catalog.Catalog
+	instances Instances
+	db        Database
+	log       *slog.Logger
+}
+
+// New builds the handler from long-lived parts made once by main.
+func New(cfg Config, cat *catalog.Catalog, instances Instances, db Database, log *slog.Logger) *Handler {
+	if cfg.Class == "" {
+		cfg.Class = DefaultClass
+	}
+	if cfg.ErrorPrefix == "" {
+		cfg.ErrorPrefix = DefaultErrorPrefix
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if len(cfg.Endpoints) == 0 {
+		cfg.Endpoints = []catalog.Endpoint{catalog.ExecuteQuery, catalog.Execute}
+	}
+	return &Handler{cfg: cfg, catalog: cat, instances: instances, db: db, log: log}
+}
+
+// Routes lists the path patterns the handler serves, in net/http's pattern
+// syntax; the template drift test compares them with template.yaml.
+func (h *Handler) Routes() []string {
+	out := make([]string, len(h.cfg.Endpoints))
+	for i, e := range h.cfg.Endpoints {
+		out[i] = "POST /{instance}/RestServerIsapi.dll/api/v1/" + h.cfg.Class + "/" + string(e)
+	}
+	return out
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	o := outcome{status: http.StatusOK}
+	defer func() {
+		if p := recover(); p != nil {
+			h.log.ErrorContext(r.Context(), "panic serving request", "panic", fmt.Sprint(p))
+			o = refusal(catalog.CodeInternal, "internal error")
+			o.write(w)
+		}
+		h.log.InfoContext(r.Context(), "request",
+			"instance", o.instance, "clave", o.clave, "status", o.status, "cod_error", int(o.code),
+			"ms", float64(time.Since(start).Microseconds())/1000)
+	}()
+	o = h.serve(r)
+	if o.status == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", http.MethodPost)
+	}
+	o.write(w)
+}
+
+// outcome is what one request answers.
+type outcome struct {
+	status   int
+	code     catalog.Code
+	body     []byte
+	instance string
+	clave    string
+}
+
+func (h *Handler) serve(r *http.Request) outcome {
+	instance, endpoint, ok := h.route(r.URL.Path)
+	if !ok {
+		return refusal(catalog.CodeNotFound, "no such path; POST to /{instance}/RestServerIsapi.dll/api/v1/"+h.cfg.Class+"/executequery or .../execute")
+	}
+	if r.Method != http.MethodPost {
+		return refusal(catalog.CodeMethod, "use POST")
+	}
+	if !tenants.ValidName(instance) {
+		return refusal(catalog.CodeBadInstance, "the instance name must be 1 to 64 letters, digits, _ or -")
+	}
+	inst, err := h.instances.Lookup(r.Context(), instance)
+	switch {
+	case errors.Is(err, tenants.ErrUnknown):
+		return refusal(catalog.CodeUnknownInstance, "unknown instance "+instance)
+	case err != nil:
+		h.log.WarnContext(r.Context(), "instance settings unavailable", "instance", instance, "err", err)
+		return refusal(catalog.CodeConfig, "the settings of instance "+instance+" cannot be read right now; try again later")
+	}
+
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, h.cfg.MaxBody))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return refusal(catalog.CodeTooLarge, fmt.Sprintf("the body is larger than %d bytes", h.cfg.MaxBody))
+	case err != nil:
+		return refusal(catalog.CodeNotObject, "the body could not be read")
+	}
+	call, refused := h.catalog.Parse(endpoint, body)
+	if refused != nil {
+		o := refusal(refused.Code, refused.Message)
+		o.instance = instance
+		return o
+	}
+
+	o := h.run(r.Context(), firebird.Target{Instance: instance, Config: inst.Config}, call)
+	o.instance, o.clave = instance, call.Op.Clave
+	return o
+}
+
+// route matches the path's last six segments, so a stage or a custom-domain
+// base path may come before the instance. The fixed segments, the class and
+// the endpoint match without regard to case, as IIS did.
+func (h *Handler) route(path string) (instance string, endpoint catalog.Endpoint, ok bool) {
+	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	if len(segs) < 6 {
+		return "", "", false
+	}
+	s := segs[len(segs)-6:]
+	if !strings.EqualFold(s[1], "RestServerIsapi.dll") || !strings.EqualFold(s[2], "api") ||
+		!strings.EqualFold(s[3], "v1") || !strings.EqualFold(s[4], h.cfg.Class) {
+		return "", "", false
+	}
+	for _, e := range h.cfg.Endpoints {
+		if strings.EqualFold(s[5], string(e)) {
+			return s[0], e, true
+		}
+	}
+	return "", "", false
+}
+
+func (h *Handler) run(ctx context.Context, t firebird.Target, call catalog.Call) outcome {
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
+	defer cancel()
+	var set record.Set
+	var err error
+	if rb := call.Op.ReadBack; rb != nil {
+		set, err = h.db.Write(ctx, t, call.Op.Procedure, call.Args, rb.Procedure, call.ReadBackArgs())
+	} else {
+		set, err = h.db.Read(ctx, t, call.Op.Procedure, call.Args)
+	}
+	var exc *firebird.Exception
+	switch {
+	case err == nil:
+		return success(set)
+	case errors.As(err, &exc):
+		return h.exception(exc)
+	case errors.Is(err, firebird.ErrUnavailable):
+		h.log.WarnContext(ctx, "database unavailable", "instance", t.Instance, "err", err)
+		if errors.Is(err, context.DeadlineExceeded) {
+			return refusal(catalog.CodeUnavailable, fmt.Sprintf("the database of instance %s did not answer within %s; try again later", t.Instance, h.cfg.Timeout))
+		}
+		return refusal(catalog.CodeUnavailable, "the database of instance "+t.Instance+" is not reachable right now; try again later")
+	default:
+		h.log.ErrorContext(ctx, "call failed", "instance", t.Instance, "err", err)
+		return refusal(catalog.CodeInternal, "internal error")
+	}
+}
+
+func success(set record.Set) outcome {
+	b := make([]byte, 0, 256+64*len(set.Columns)*len(set.Rows))
+	b = append(b, `{"cod_error":0,"data":`...)
+	b = record.AppendJSON(b, set)
+	b = append(b, '}')
+	return outcome{status: http.StatusOK, body: b}
+}
+
+// exception answers as the original did: HTTP 200, cod_error 0 and the
+// database's text in ex_execsql, lines joined by CR LF.
+func (h *Handler) exception(exc *firebird.Exception) outcome {
+	b := make([]byte, 0, 256)
+	b = append(b, `{"cod_error":0,"ex_execsql":`...)
+	b = record.AppendString(b, h.cfg.ErrorPrefix+strings.Join(exc.Lines, "\r\n"))
+	b = append(b, '}')
+	return outcome{status: http.StatusOK, body: b}
+}
+
+func statusOf(code catalog.Code) int {
+	switch code {
+	case catalog.CodeTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case catalog.CodeNotFound, catalog.CodeUnknownInstance:
+		return http.StatusNotFound
+	case catalog.CodeMethod:
+		return http.StatusMethodNotAllowed
+	case catalog.CodeUnauthorized:
+		return http.StatusUnauthorized
+	case catalog.CodeUnavailable, catalog.CodeConfig:
+		return http.StatusServiceUnavailable
+	case catalog.CodeInternal:
+		return http.StatusInternalServerError
+	}
+	return http.StatusBadRequest
+}
+
+func refusal(code catalog.Code, message string) outcome {
+	status := statusOf(code)
+	b := make([]byte, 0, 64+len(message))
+	b = fmt.Appendf(b, `{"cod_error":%d,"ex_execsql":`, code)
+	b = record.AppendString(b, message)
+	b = append(b, '}')
+	return outcome{status: status, code: code, body: b}
+}
+
+func (o outcome) write(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(o.status)
+	w.Write(o.body) //nolint:errcheck // the client went away; nothing to do
+}

@@ -1,0 +1,192 @@
+// Package record holds what a stored procedure returns, as ordered columns of
+// typed values, and encodes it as the gateway's JSON: each row an object whose
+// keys keep the procedure's output order.
+package record
+
+import (
+	"encoding/base64"
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// Kind says how a column's values are encoded.
+type Kind uint8
+
+// Each Kind names the Go type its non-NULL values have in Set.Rows.
+const (
+	Text      Kind = iota // string
+	Integer               // int64
+	Decimal               // string holding an exact decimal number, e.g. "-12.30"
+	Float64               // float64
+	Float32               // float64 holding a 32-bit float
+	Boolean               // bool
+	Date                  // time.Time, wall clock of the database
+	Time                  // time.Time
+	Timestamp             // time.Time
+	Binary                // []byte
+)
+
+// Column is one output column of a procedure.
+type Column struct {
+	Name string
+	Kind Kind
+}
+
+// Set is a procedure's result. A nil value is SQL NULL.
+type Set struct {
+	Columns []Column
+	Rows    [][]any
+}
+
+// AppendJSON appends s as a JSON array of objects.
+func AppendJSON(dst []byte, s Set) []byte {
+	dst = append(dst, '[')
+	for r, row := range s.Rows {
+		if r > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, '{')
+		for i, col := range s.Columns {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = AppendString(dst, col.Name)
+			dst = append(dst, ':')
+			dst = appendValue(dst, col.Kind, row[i])
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, ']')
+}
+
+func appendValue(dst []byte, kind Kind, v any) []byte {
+	switch v := v.(type) {
+	case nil:
+		return append(dst, "null"...)
+	case string:
+		if kind == Decimal && isJSONNumber(v) {
+			return append(dst, v...)
+		}
+		return AppendString(dst, v)
+	case int64:
+		return strconv.AppendInt(dst, v, 10)
+	case float64:
+		return appendFloat(dst, v, kind)
+	case bool:
+		return strconv.AppendBool(dst, v)
+	case time.Time:
+		return appendTime(dst, v, kind)
+	case []byte:
+		dst = append(dst, '"')
+		dst = base64.StdEncoding.AppendEncode(dst, v)
+		return append(dst, '"')
+	default:
+		// A type the driver does not produce for the kinds above: keep the
+		// response valid rather than guess an encoding.
+		return append(dst, "null"...)
+	}
+}
+
+func appendFloat(dst []byte, f float64, kind Kind) []byte {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return append(dst, "null"...) // JSON has no NaN or infinity
+	}
+	bits := 64
+	if kind == Float32 {
+		bits = 32
+	}
+	format := byte('f')
+	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
+		format = 'e'
+	}
+	return strconv.AppendFloat(dst, f, format, -1, bits)
+}
+
+func appendTime(dst []byte, t time.Time, kind Kind) []byte {
+	dst = append(dst, '"')
+	switch kind {
+	case Date:
+		dst = t.AppendFormat(dst, "2006-01-02")
+	case Time:
+		dst = t.AppendFormat(dst, "15:04:05.9999")
+	default:
+		dst = t.AppendFormat(dst, "2006-01-02T15:04:05.9999")
+	}
+	return append(dst, '"')
+}
+
+// isJSONNumber reports whether s is a number in JSON's grammar, so it can be
+// written as it is.
+func isJSONNumber(s string) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		start := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		return i - start
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case digits() == 0:
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(s)
+}
+
+const hex = "0123456789abcdef"
+
+// AppendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD, as
+// encoding/json does.
+func AppendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

@@ -1,0 +1,97 @@
+// Package tenants resolves an instance name to its settings: the instance
+// document, read from a local instances file or (in AWS) from Secrets Manager.
+package tenants
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+
+	"github.com/erp-gateway/gateway/shared/firebird"
+)
+
+// Instance is the instance document (README, "The instance document").
+type Instance struct {
+	firebird.Config
+}
+
+// ErrUnknown means no instance has that name.
+var ErrUnknown = errors.New("unknown instance")
+
+var validName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// ValidName reports whether name may name an instance: letters, digits, _
+// and -, at most 64. Names are checked before any lookup uses them.
+func ValidName(name string) bool { return validName.MatchString(name) }
+
+// ParseInstance decodes and checks one instance document. Unknown fields are
+// refused so a misspelt setting is not silently ignored.
+func ParseInstance(data []byte) (Instance, error) {
+	var inst Instance
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&inst); err != nil {
+		return Instance{}, fmt.Errorf("instance document: %w", scrub(err))
+	}
+	if err := inst.Config.Check(); err != nil {
+		return Instance{}, fmt.Errorf("instance document: %w", err)
+	}
+	return inst, nil
+}
+
+// scrub drops a JSON error's text when it could quote the document (and so
+// a password); type and syntax errors name only fields and offsets.
+func scrub(err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &syn) || errors.As(err, &typ) {
+		return err
+	}
+	if bytes.HasPrefix([]byte(err.Error()), []byte("json: unknown field")) {
+		return err
+	}
+	return errors.New("not a valid JSON object")
+}
+
+// File serves the instances of a local instances file: a JSON object mapping
+// instance name to instance document.
+type File struct {
+	instances map[string]Instance
+}
+
+// LoadFile reads and checks an instances file.
+func LoadFile(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("instances file: %w", err)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("instances file %s: %w", path, scrub(err))
+	}
+	f := &File{instances: make(map[string]Instance, len(raw))}
+	for name, doc := range raw {
+		if !ValidName(name) {
+			return nil, fmt.Errorf("instances file %s: %q is not a valid instance name", path, name)
+		}
+		inst, err := ParseInstance(doc)
+		if err != nil {
+			return nil, fmt.Errorf("instances file %s: %s: %w", path, name, err)
+		}
+		f.instances[name] = inst
+	}
+	return f, nil
+}
+
+// Lookup returns the named instance or ErrUnknown.
+func (f *File) Lookup(_ context.Context, name string) (Instance, error) {
+	inst, ok := f.instances[name]
+	if !ok {
+		return Instance{}, ErrUnknown
+	}
+	return inst, nil
+}
