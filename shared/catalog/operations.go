@@ -3,14 +3,16 @@ package catalog
 // Default is the operations table of the specification. Adding a CLAVE is one
 // entry here plus its stored procedure in the ERP database.
 func Default() *Catalog {
-	c, err := New(defaultOperations())
+	c, err := New(DefaultOperations())
 	if err != nil {
 		panic(err) // the table below is a constant; a test covers it
 	}
 	return c
 }
 
-func defaultOperations() []Operation {
+// DefaultOperations returns a fresh copy of the table, for a deployment or a
+// test that adds its own operations.
+func DefaultOperations() []Operation {
 	return []Operation{
 		{
 			Clave: "Get_Referencias", Endpoint: ExecuteQuery, Procedure: "REST_SELECT_REFERENCIA",

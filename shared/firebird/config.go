@@ -54,9 +54,9 @@ func (c Config) Check() error {
 	return nil
 }
 
-// dsn builds the driver's connection string. It holds the password: it is
-// never logged and never part of an error.
-func (c Config) dsn() string {
+// DSN is the driver's connection string. It holds the password: never log
+// it, never put it in an error.
+func (c Config) DSN() string {
 	port := c.Port
 	if port == 0 {
 		port = 3050

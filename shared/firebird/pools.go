@@ -54,7 +54,7 @@ func NewPools(opts Options) *Pools {
 }
 
 func (p *Pools) get(t Target) *sql.DB {
-	dsn := t.Config.dsn()
+	dsn := t.Config.DSN()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if cur, ok := p.pools[t.Instance]; ok {

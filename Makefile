@@ -1,0 +1,58 @@
+# Two commands first: `make run` (demo ERP + local server) and `make test`.
+SHELL := /bin/bash
+ADDR ?= 127.0.0.1:3000
+INSTANCES ?= infra/instances.demo.json
+FB := infra/firebird.sh
+FB_DATA ?= /var/lib/firebird/3.0/data
+BASE := http://$(ADDR)/demo/RestServerIsapi.dll/api/v1/TServiceRestInterface
+
+# The test databases are recreated on every run; tests read where they are here.
+export FB_TEST_HOST ?= 127.0.0.1
+export FB_TEST_DEMO_DB ?= $(FB_DATA)/erp_test.fdb
+export FB_TEST_OTHER_DB ?= $(FB_DATA)/erp_other_test.fdb
+export FB_TEST_USER ?= GATEWAY
+export FB_TEST_PASSWORD ?= gateway-demo
+
+.PHONY: run serve test bench lint demo-db demo-reset firebird test-db
+
+firebird:
+	@$(FB) up
+
+demo-db: firebird
+	@[ -f $(FB_DATA)/erp_demo.fdb ] || { echo "creating the demo ERP database $(FB_DATA)/erp_demo.fdb"; $(FB) createdb erp_demo.fdb demo UTF8; }
+
+demo-reset: firebird
+	$(FB) createdb erp_demo.fdb demo UTF8
+
+run: demo-db
+	@go build -o bin/localserver ./infra/localserver
+	@echo; echo "Try, from another terminal:"; echo
+	@echo "curl -s $(BASE)/executequery -d '{\"CLAVE\":\"Get_Referencias\",\"CODIGO\":\"REF0001\"}'"
+	@echo "curl -s $(BASE)/executequery -d '{\"CLAVE\":\"Get_Referencias\",\"CODIGO\":\"NO-EXISTE\"}'"
+	@echo "curl -s $(BASE)/executequery -d '{\"CLAVE\":\"Get_Terceros\",\"CODIGO\":\"800000000\"}'"
+	@echo "curl -s $(BASE)/executequery -d '{\"CLAVE\":\"Get_Gestion_Primario\",\"TIPO\":\"FV\",\"PREFIJO\":\"FE\",\"NUMERO\":\"1000\"}'"
+	@echo "curl -s $(BASE)/execute -d '{\"CLAVE\":\"Set_Terceros\",\"CODIGO\":\"901234567\",\"DV\":\"3\",\"NATURALEZA\":\"J\",\"EMPRESA\":\"Café Ñuñoa S.A.S.\",\"RAZON_COMERCIAL\":\"Café Ñuñoa\",\"DIRECCION\":\"Calle 10 # 4-21\",\"CODIDENTIDAD\":\"NIT\",\"CODSOCIEDAD\":\"SAS\",\"CODPAIS\":\"CO\",\"CODMUNICIPIO\":\"05001\",\"CODACTIVIDAD\":\"NA\",\"CODZONA\":\"NA\"}'"
+	@echo
+	@./bin/localserver -addr $(ADDR) -instances $(INSTANCES)
+
+# Serve the instances of a file of your own; touches no Firebird setup.
+serve:
+	@go build -o bin/localserver ./infra/localserver
+	@./bin/localserver -addr $(ADDR) -instances $(INSTANCES)
+
+test-db: firebird
+	@$(FB) createdb $(notdir $(FB_TEST_DEMO_DB)) demo UTF8
+	@$(FB) createdb $(notdir $(FB_TEST_OTHER_DB)) other WIN1252
+
+# -p 1: the integration tests of different packages share one server, and some
+# count its open statements or restart it.
+test: test-db
+	FB_TEST_SYSDBA_PASSWORD=$$($(FB) sysdba) go test -p 1 -count=1 ./...
+
+bench: test-db
+	FB_TEST_SYSDBA_PASSWORD=$$($(FB) sysdba) go test -run '^$$' -bench . -benchmem -count 1 ./shared/gateway/
+
+lint:
+	gofmt -l . | (! grep .)
+	go vet ./...
+	go run honnef.co/go/tools/cmd/staticcheck@latest ./...

@@ -1,0 +1,102 @@
+package catalog
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestDefaultCatalogIsValid(t *testing.T) {
+	c := Default()
+	for _, clave := range []string{"Get_Referencias", "Get_Terceros", "Get_Gestion_Primario", "Set_Terceros"} {
+		if _, ok := c.Lookup(clave); !ok {
+			t.Errorf("%s missing", clave)
+		}
+	}
+	op, _ := c.Lookup("Set_Terceros")
+	if len(op.Params) != 21 {
+		t.Errorf("Set_Terceros has %d parameters, want the specification's 21", len(op.Params))
+	}
+}
+
+func TestNewRefusesBadTables(t *testing.T) {
+	good := Operation{Clave: "X", Endpoint: ExecuteQuery, Procedure: "P", Params: []Param{{Name: "A", MaxLen: 1}}}
+	tests := []struct {
+		name string
+		ops  []Operation
+	}{
+		{"duplicate clave", []Operation{good, good}},
+		{"unknown endpoint", []Operation{{Clave: "X", Endpoint: "other", Procedure: "P"}}},
+		{"procedure with SQL in it", []Operation{{Clave: "X", Endpoint: Execute, Procedure: "P; DROP TABLE T"}}},
+		{"parameter named CLAVE", []Operation{{Clave: "X", Endpoint: Execute, Procedure: "P", Params: []Param{{Name: "CLAVE", MaxLen: 1}}}}},
+		{"zero length", []Operation{{Clave: "X", Endpoint: Execute, Procedure: "P", Params: []Param{{Name: "A"}}}}},
+		{"read-back of an unknown parameter", []Operation{{Clave: "X", Endpoint: Execute, Procedure: "P",
+			Params: []Param{{Name: "A", MaxLen: 1}}, ReadBack: &ReadBack{Procedure: "Q", Params: []string{"B"}}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := New(tt.ops); err == nil {
+				t.Fatal("New accepted it")
+			}
+		})
+	}
+}
+
+func TestParse(t *testing.T) {
+	c := Default()
+	tests := []struct {
+		name     string
+		endpoint Endpoint
+		body     string
+		code     Code // 0: accepted
+		args     []any
+	}{
+		{"read", ExecuteQuery, `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`, 0, []any{"REF0001"}},
+		{"whitespace before the object", ExecuteQuery, " \n{\"CLAVE\":\"Get_Terceros\",\"CODIGO\":\"1\"}", 0, []any{"1"}},
+		{"20 accented letters fit 20 characters", ExecuteQuery, `{"CLAVE":"Get_Referencias","CODIGO":"ÁÉÍÓÚÑÜáéíóúñüÁÉÍÓÚÑ"}`, 0, []any{"ÁÉÍÓÚÑÜáéíóúñüÁÉÍÓÚÑ"}},
+		{"empty string stays empty", ExecuteQuery, `{"CLAVE":"Get_Gestion_Primario","TIPO":"FV","PREFIJO":"","NUMERO":"1"}`, 0, []any{"FV", "", "1"}},
+		{"optional null is SQL NULL", Execute, `{"CLAVE":"Set_Terceros","CODIGO":"1","DV":"1","NATURALEZA":"N","RAZON_COMERCIAL":"x","DIRECCION":"x","CODIDENTIDAD":"CC","CODSOCIEDAD":"PN","CODPAIS":"CO","CODMUNICIPIO":"05001","NOM1":null}`, 0, nil},
+		{"array", ExecuteQuery, `[{"CLAVE":"Get_Terceros"}]`, CodeNotObject, nil},
+		{"21 characters", ExecuteQuery, `{"CLAVE":"Get_Referencias","CODIGO":"ÁÉÍÓÚÑÜáéíóúñüÁÉÍÓÚÑx"}`, CodeParamTooLong, nil},
+		{"escaped NUL", ExecuteQuery, `{"CLAVE":"Get_Referencias","CODIGO":"a\u0000b"}`, CodeParamInvalid, nil},
+		{"lone surrogate", ExecuteQuery, `{"CLAVE":"Get_Referencias","CODIGO":"\ud800"}`, CodeParamInvalid, nil},
+		{"required null", ExecuteQuery, `{"CLAVE":"Get_Referencias","CODIGO":null}`, CodeParamMissing, nil},
+		{"CLAVE is case sensitive", ExecuteQuery, `{"CLAVE":"get_referencias","CODIGO":"1"}`, CodeClaveUnknown, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			call, err := c.Parse(tt.endpoint, []byte(tt.body))
+			if tt.code != 0 {
+				if err == nil || err.Code != tt.code {
+					t.Fatalf("got %v, want code %d", err, tt.code)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if tt.args != nil && !reflect.DeepEqual(call.Args, tt.args) {
+				t.Fatalf("args %#v, want %#v", call.Args, tt.args)
+			}
+		})
+	}
+}
+
+func TestReadBackArgsFollowTheWrite(t *testing.T) {
+	c := Default()
+	body := `{"CLAVE":"Set_Terceros","CODIGO":"900","DV":"1","NATURALEZA":"J","RAZON_COMERCIAL":"x","DIRECCION":"x","CODIDENTIDAD":"NIT","CODSOCIEDAD":"SAS","CODPAIS":"CO","CODMUNICIPIO":"05001"}`
+	call, err := c.Parse(Execute, []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := call.ReadBackArgs(); !reflect.DeepEqual(got, []any{"900"}) {
+		t.Fatalf("read-back args %#v", got)
+	}
+}
+
+func TestMessagesNameTheProblem(t *testing.T) {
+	_, err := Default().Parse(ExecuteQuery, []byte(`{"CLAVE":"Get_Referencias","CODIGO":"1","CODGO":"2","X":1}`))
+	if err == nil || err.Code != CodeUnknownField || !strings.Contains(err.Message, `"CODGO", "X"`) {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -1,0 +1,68 @@
+// Package fbtest gives tests the Firebird databases `make test` prepares
+// (infra/firebird.sh): the demo ERP in UTF8 and another ERP in WIN1252 whose
+// REST_ERROR has another number. A test that needs them fails, never skips,
+// when they are not there.
+package fbtest
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/erp-gateway/gateway/shared/firebird"
+)
+
+func env(t testing.TB, name string) string {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		t.Fatalf("%s is not set: run the tests with `make test`, which starts Firebird and creates the test databases", name)
+	}
+	return v
+}
+
+func config(t testing.TB, dbVar string) firebird.Config {
+	return firebird.Config{
+		Host:     env(t, "FB_TEST_HOST"),
+		Port:     3050,
+		Database: env(t, dbVar),
+		User:     env(t, "FB_TEST_USER"),
+		Password: env(t, "FB_TEST_PASSWORD"),
+	}
+}
+
+// Demo is the demo ERP (UTF8, REST_ERROR number 16) as the gateway's user.
+func Demo(t testing.TB) firebird.Config { return config(t, "FB_TEST_DEMO_DB") }
+
+// Other is the other ERP (WIN1252, REST_ERROR number 19, other data).
+func Other(t testing.TB) firebird.Config {
+	c := config(t, "FB_TEST_OTHER_DB")
+	c.Charset = "UTF8" // the connection's character set; the database's is WIN1252
+	return c
+}
+
+// Admin is cfg as SYSDBA, for checking database state and monitoring tables.
+func Admin(t testing.TB, cfg firebird.Config) firebird.Config {
+	cfg.User = "SYSDBA"
+	cfg.Password = env(t, "FB_TEST_SYSDBA_PASSWORD")
+	return cfg
+}
+
+// Open opens a raw driver pool, closed when the test ends, and checks that the
+// server answers.
+func Open(t testing.TB, cfg firebird.Config) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("firebirdsql", cfg.DSN())
+	if err != nil {
+		t.Fatalf("open %s: %v", cfg, err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
+		t.Fatalf("Firebird at %s does not answer (run the tests with `make test`): %v", cfg, err)
+	}
+	return db
+}

@@ -1,0 +1,191 @@
+package gateway_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/fbtest"
+	"github.com/erp-gateway/gateway/shared/firebird"
+	"github.com/erp-gateway/gateway/shared/gateway"
+	"github.com/erp-gateway/gateway/shared/record"
+	"github.com/erp-gateway/gateway/shared/tenants"
+)
+
+const base = "/RestServerIsapi.dll/api/v1/TServiceRestInterface/"
+
+func path(instance, endpoint string) string { return "/" + instance + base + endpoint }
+
+// countingDB is the real pools, counting the calls that reach them.
+type countingDB struct {
+	*firebird.Pools
+	calls atomic.Int64
+}
+
+func (c *countingDB) Read(ctx context.Context, t firebird.Target, p string, a []any) (record.Set, error) {
+	c.calls.Add(1)
+	return c.Pools.Read(ctx, t, p, a)
+}
+
+func (c *countingDB) Write(ctx context.Context, t firebird.Target, p string, a []any, rb string, ra []any) (record.Set, error) {
+	c.calls.Add(1)
+	return c.Pools.Write(ctx, t, p, a, rb, ra)
+}
+
+// env is a handler over real pools and a real instances file.
+type env struct {
+	h   http.Handler
+	db  *countingDB
+	log *strings.Builder
+}
+
+// testOperations adds to the specification's table what only tests use: a
+// procedure returning every Firebird type, and a write whose read-back fails.
+func testOperations() []catalog.Operation {
+	ops := catalog.DefaultOperations()
+	var setTerceros catalog.Operation
+	for _, op := range ops {
+		if op.Clave == "Set_Terceros" {
+			setTerceros = op
+		}
+	}
+	broken := setTerceros
+	broken.Clave = "Set_Terceros_ReadBackFails"
+	broken.ReadBack = &catalog.ReadBack{Procedure: "REST_SELECT_REFERENCIA", Params: []string{"CODIGO"}}
+	return append(ops,
+		catalog.Operation{Clave: "Get_Tipos", Endpoint: catalog.ExecuteQuery, Procedure: "REST_TEST_TIPOS"},
+		broken)
+}
+
+func newEnv(t testing.TB, cfg gateway.Config, instances map[string]any) *env {
+	t.Helper()
+	data, err := json.Marshal(instances)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "instances.json")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src, err := tenants.LoadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.New(testOperations())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pools := firebird.NewPools(firebird.Options{})
+	t.Cleanup(func() { pools.Close() })
+	logs := &strings.Builder{}
+	log := slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	db := &countingDB{Pools: pools}
+	return &env{h: gateway.New(cfg, cat, src, db, log), db: db, log: logs}
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// response is what a client sees.
+type response struct {
+	Status int
+	Raw    string
+	Body   struct {
+		CodError  *int             `json:"cod_error"`
+		Data      []map[string]any `json:"data"`
+		ExExecSQL *string          `json:"ex_execsql"`
+	}
+}
+
+func (e *env) post(t testing.TB, p, body string) response {
+	t.Helper()
+	return do(t, e.h, http.MethodPost, p, body)
+}
+
+func do(t testing.TB, h http.Handler, method, p, body string) response {
+	t.Helper()
+	req := httptest.NewRequest(method, p, strings.NewReader(body))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	var r response
+	r.Status = rec.Code
+	r.Raw = rec.Body.String()
+	if ct := rec.Header().Get("Content-Type"); ct != "application/json; charset=utf-8" {
+		t.Fatalf("%s %s: Content-Type %q", method, p, ct)
+	}
+	dec := json.NewDecoder(strings.NewReader(r.Raw))
+	dec.UseNumber()
+	if err := dec.Decode(&r.Body); err != nil {
+		t.Fatalf("%s %s: body is not JSON: %v: %s", method, p, err, r.Raw)
+	}
+	if r.Body.CodError == nil {
+		t.Fatalf("%s %s: no cod_error in %s", method, p, r.Raw)
+	}
+	return r
+}
+
+// setupTypes creates the test-only procedure returning every type.
+func setupTypes(t testing.TB, cfg firebird.Config) {
+	t.Helper()
+	admin := fbtest.Open(t, fbtest.Admin(t, cfg))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, stmt := range []string{
+		`CREATE OR ALTER PROCEDURE REST_TEST_TIPOS RETURNS (
+			I INTEGER, BI BIGINT, N NUMERIC(18,4), D DOUBLE PRECISION, F FLOAT, B BOOLEAN,
+			DT DATE, TM TIME, TS TIMESTAMP, BT BLOB SUB_TYPE TEXT, BB BLOB SUB_TYPE BINARY,
+			C CHAR(10), V VARCHAR(10), NU VARCHAR(10), E VARCHAR(10), S SMALLINT, DC DECIMAL(9,2))
+		AS BEGIN
+			I = 42; BI = 9223372036854775807; N = 98765432109876.5432; D = 0.1; F = 2.5; B = TRUE;
+			DT = DATE '2024-02-29'; TM = TIME '13:14:15.1234'; TS = TIMESTAMP '2024-02-29 13:14:15.1234';
+			BT = 'línea 1' || ASCII_CHAR(10) || 'línea 2'; BB = x'00FF10'; C = 'ab'; V = ''; NU = NULL;
+			E = 'ñandú'; S = -7; DC = -0.5;
+			SUSPEND;
+			I = 43; N = -0.0001; B = FALSE; C = NULL;
+			SUSPEND;
+		END`,
+		`GRANT EXECUTE ON PROCEDURE REST_TEST_TIPOS TO GATEWAY`,
+	} {
+		if _, err := admin.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("setting up REST_TEST_TIPOS: %v", err)
+		}
+	}
+}
+
+// count runs a COUNT query in a transaction of its own, so monitoring tables
+// are read fresh.
+func count(t testing.TB, db *sql.DB, query string, args ...any) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Commit()
+	var n int
+	if err := tx.QueryRowContext(ctx, query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
