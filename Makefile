@@ -49,10 +49,14 @@ test-db: firebird
 test: test-db
 	FB_TEST_SYSDBA_PASSWORD=$$($(FB) sysdba) go test -p 1 -count=1 ./...
 
+# Prints each benchmark, then the handler's time as a multiple of the raw
+# driver call measured in the same run.
 bench: test-db
-	FB_TEST_SYSDBA_PASSWORD=$$($(FB) sysdba) go test -run '^$$' -bench . -benchmem -count 1 ./shared/gateway/
+	@FB_TEST_SYSDBA_PASSWORD=$$($(FB) sysdba) go test -run '^$$' -bench . -benchmem -count $(or $(COUNT),3) ./shared/gateway/ | tee bin/bench.txt
+	@awk '/GetReferencias\/raw/ {r+=$$3; nr++} /GetReferencias\/handler/ {h+=$$3; nh++} \
+	  END {printf "handler / raw = %.2fx (mean of %d runs each)\n", (h/nh)/(r/nr), nh}' bin/bench.txt
 
 lint:
 	gofmt -l . | (! grep .)
 	go vet ./...
-	go run honnef.co/go/tools/cmd/staticcheck@latest ./...
+	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
