@@ -1,0 +1,69 @@
+package tenants
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestValidName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"demo": true, "Cliente_01-b": true, strings.Repeat("a", 64): true,
+		"": false, strings.Repeat("a", 65): false, "de.mo": false, "a/b": false, "ñandú": false, "a b": false,
+	} {
+		if got := ValidName(name); got != want {
+			t.Errorf("ValidName(%q) = %v", name, got)
+		}
+	}
+}
+
+func TestParseInstance(t *testing.T) {
+	tests := []struct {
+		name, doc, wantErr string
+	}{
+		{"minimal", `{"host":"h","database":"d","user":"u","password":"p"}`, ""},
+		{"missing host", `{"database":"d","user":"u","password":"p"}`, "host is required"},
+		{"misspelt key", `{"host":"h","database":"d","user":"u","pasword":"p"}`, `unknown field "pasword"`},
+		{"bad plugin", `{"host":"h","database":"d","user":"u","auth_plugin":"Kerberos"}`, "auth_plugin"},
+		{"port as text", `{"host":"h","database":"d","user":"u","port":"3050"}`, "port"},
+		{"not JSON, password not echoed", `{"host":"h","password":"hunter2"`, "not a valid JSON object"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseInstance([]byte(tt.doc))
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || strings.Contains(err.Error(), "hunter2") {
+				t.Fatalf("got %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestLoadFile(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.json")
+	os.WriteFile(good, []byte(`{"a":{"host":"h","database":"d","user":"u","password":"p"}}`), 0o600)
+	f, err := LoadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst, err := f.Lookup(context.Background(), "a"); err != nil || inst.Host != "h" {
+		t.Fatalf("%+v %v", inst, err)
+	}
+	if _, err := f.Lookup(context.Background(), "b"); !errors.Is(err, ErrUnknown) {
+		t.Fatalf("unknown instance: %v", err)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte(`{"a.b":{"host":"h","database":"d","user":"u"}}`), 0o600)
+	if _, err := LoadFile(bad); err == nil {
+		t.Fatal("accepted an invalid instance name")
+	}
+}
