@@ -34,6 +34,7 @@ const (
 	CodeUnauthorized    Code = 1105
 	CodeUnavailable     Code = 1201 // database unreachable or timed out
 	CodeConfig          Code = 1202 // the instance's settings cannot be read
+	CodeThrottled       Code = 1203 // API Gateway's throttling (template.yaml); never sent by the handler
 	CodeInternal        Code = 1299
 )
 

@@ -85,12 +85,13 @@ func New(cfg Config, cat *catalog.Catalog, instances Instances, db Database, log
 	return &Handler{cfg: cfg, catalog: cat, instances: instances, db: db, log: log}
 }
 
-// Routes lists the path patterns the handler serves, in net/http's pattern
-// syntax; the template drift test compares them with template.yaml.
+// Routes lists what the handler serves as "METHOD /path" in API Gateway's
+// path-parameter syntax, {class} standing for Config.Class; a test holds
+// template.yaml to it.
 func (h *Handler) Routes() []string {
 	out := make([]string, len(h.cfg.Endpoints))
 	for i, e := range h.cfg.Endpoints {
-		out[i] = "POST /{instance}/RestServerIsapi.dll/api/v1/" + h.cfg.Class + "/" + string(e)
+		out[i] = "POST /{instance}/RestServerIsapi.dll/api/v1/{class}/" + string(e)
 	}
 	return out
 }

@@ -69,18 +69,27 @@ func LoadFile(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("instances file: %w", err)
 	}
+	f, err := ParseFile(data)
+	if err != nil {
+		return nil, fmt.Errorf("instances file %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// ParseFile checks the content of an instances file.
+func ParseFile(data []byte) (*File, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
-		return nil, fmt.Errorf("instances file %s: %w", path, scrub(err))
+		return nil, scrub(err)
 	}
 	f := &File{instances: make(map[string]Instance, len(raw))}
 	for name, doc := range raw {
 		if !ValidName(name) {
-			return nil, fmt.Errorf("instances file %s: %q is not a valid instance name", path, name)
+			return nil, fmt.Errorf("%q is not a valid instance name", name)
 		}
 		inst, err := ParseInstance(doc)
 		if err != nil {
-			return nil, fmt.Errorf("instances file %s: %s: %w", path, name, err)
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		f.instances[name] = inst
 	}

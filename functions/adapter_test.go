@@ -1,0 +1,167 @@
+// Package functions_test runs both Lambda functions the way AWS would: API
+// Gateway REST events through each function's handler, the real bootstrap
+// binaries against an emulated Lambda Runtime API, and template.yaml held to
+// what the handler serves.
+package functions_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/fbtest"
+	"github.com/erp-gateway/gateway/shared/firebird"
+	"github.com/erp-gateway/gateway/shared/lambdafn"
+)
+
+// instancesJSON is GATEWAY_INSTANCES_JSON for the test databases.
+func instancesJSON(t testing.TB, extra map[string]firebird.Config) string {
+	t.Helper()
+	all := map[string]firebird.Config{"demo": fbtest.Demo(t)}
+	for k, v := range extra {
+		all[k] = v
+	}
+	b, err := json.Marshal(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func newFunction(t testing.TB, endpoint catalog.Endpoint, env map[string]string) *lambdafn.Function {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	fn, err := lambdafn.New(context.Background(), endpoint, func(k string) string { return env[k] }, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fn.Close() })
+	return fn
+}
+
+// restEvent is a recorded API Gateway REST proxy event, adjusted.
+func restEvent(t testing.TB, path, body string, edit func(*events.APIGatewayProxyRequest)) events.APIGatewayProxyRequest {
+	t.Helper()
+	raw, err := os.ReadFile("testdata/rest-event.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev events.APIGatewayProxyRequest
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		t.Fatal(err)
+	}
+	ev.Path = path
+	ev.RequestContext.Path = "/prod" + path
+	ev.Body = body
+	if edit != nil {
+		edit(&ev)
+	}
+	return ev
+}
+
+const apiPath = "/demo/RestServerIsapi.dll/api/v1/TServiceRestInterface/"
+
+func TestFunctionsServeAPIGatewayEvents(t *testing.T) {
+	frozen := frozenListener(t)
+	frozenCfg := fbtest.Demo(t)
+	frozenCfg.Port = frozen
+	env := map[string]string{"GATEWAY_INSTANCES_JSON": instancesJSON(t, map[string]firebird.Config{"frozen": frozenCfg})}
+	query := newFunction(t, catalog.ExecuteQuery, env)
+	exec := newFunction(t, catalog.Execute, env)
+	code := fmt.Sprintf("L%d", time.Now().UnixNano()%1e14)
+
+	tests := []struct {
+		name     string
+		fn       *lambdafn.Function
+		event    events.APIGatewayProxyRequest
+		deadline time.Duration
+		status   int
+		contains string
+	}{
+		{"read", query, restEvent(t, apiPath+"executequery", `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`, nil),
+			0, 200, `{"cod_error":0,"data":[{"CODIGO":"REF0001",`},
+		{"base64 body", query, restEvent(t, apiPath+"executequery", base64.StdEncoding.EncodeToString([]byte(`{"CLAVE":"Get_Terceros","CODIGO":"10104729"}`)),
+			func(e *events.APIGatewayProxyRequest) { e.IsBase64Encoded = true }), 0, 200, `"NOMBRE":"María José Gómez Ávila"`},
+		{"custom-domain base path", query, restEvent(t, "/erp"+apiPath+"executequery", `{"CLAVE":"Get_Referencias","CODIGO":"REF0002"}`, nil),
+			0, 200, `"CODIGO":"REF0002"`},
+		{"not found keeps 200", query, restEvent(t, apiPath+"executequery", `{"CLAVE":"Get_Referencias","CODIGO":"NADA"}`, nil),
+			0, 200, `"ex_execsql":"[firebirdsql]exception 16\r\nREST_ERROR\r\n***LA REFERENCIA NADA NO EXISTE***`},
+		{"write", exec, restEvent(t, apiPath+"execute", `{"CLAVE":"Set_Terceros","CODIGO":"`+code+`","DV":"1","NATURALEZA":"J","EMPRESA":"Lambda S.A.S.","RAZON_COMERCIAL":"Lambda","DIRECCION":"Calle 1","CODIDENTIDAD":"NIT","CODSOCIEDAD":"SAS","CODPAIS":"CO","CODMUNICIPIO":"05001"}`, nil),
+			0, 200, `"NOMBRE":"Lambda S.A.S."`},
+		{"each function serves only its endpoint", exec, restEvent(t, apiPath+"executequery", `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`, nil),
+			0, 404, `"cod_error":1101`},
+		{"a read CLAVE on the write function", exec, restEvent(t, apiPath+"execute", `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`, nil),
+			0, 400, `"cod_error":1005`},
+		{"body that is not base64", query, restEvent(t, apiPath+"executequery", `{not base64}`,
+			func(e *events.APIGatewayProxyRequest) { e.IsBase64Encoded = true }), 0, 400, `"cod_error":1001`},
+		{"path net/url refuses", query, restEvent(t, "/de%zz/RestServerIsapi.dll/api/v1/TServiceRestInterface/executequery", `{}`, nil),
+			0, 400, `"cod_error":`},
+		{"Lambda deadline bounds the database call", query, restEvent(t, strings.Replace(apiPath, "demo", "frozen", 1)+"executequery", `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`, nil),
+			400 * time.Millisecond, 503, `"cod_error":1201`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			if tt.deadline > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tt.deadline)
+				defer cancel()
+			}
+			start := time.Now()
+			resp, err := tt.fn.Handle(ctx, tt.event)
+			if err != nil {
+				t.Fatalf("handler error: %v", err)
+			}
+			if resp.StatusCode != tt.status || !strings.Contains(resp.Body, tt.contains) {
+				t.Fatalf("got %d %s\nwant %d and %s", resp.StatusCode, resp.Body, tt.status, tt.contains)
+			}
+			if ct := resp.MultiValueHeaders["Content-Type"]; len(ct) != 1 || ct[0] != "application/json; charset=utf-8" {
+				t.Fatalf("Content-Type %v (headers %v)", ct, resp.MultiValueHeaders)
+			}
+			if resp.IsBase64Encoded {
+				t.Fatal("JSON answered base64-encoded")
+			}
+			if tt.deadline > 0 && time.Since(start) > tt.deadline+time.Second {
+				t.Fatalf("took %s with a %s deadline", time.Since(start), tt.deadline)
+			}
+		})
+	}
+}
+
+// frozenListener accepts connections and never answers, like a hung server.
+func frozenListener(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+

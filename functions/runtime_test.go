@@ -1,0 +1,198 @@
+package functions_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+)
+
+// runtimeAPI emulates the Lambda Runtime API (2018-06-01) for one function
+// process: it hands out queued events and collects the answers.
+type runtimeAPI struct {
+	t       testing.TB
+	events  chan invocation
+	mu      sync.Mutex
+	results map[string]chan result
+}
+
+type invocation struct {
+	id    string
+	event []byte
+}
+
+type result struct {
+	body    []byte
+	isError bool
+	at      time.Time
+}
+
+func newRuntimeAPI(t testing.TB) (*runtimeAPI, *httptest.Server) {
+	r := &runtimeAPI{t: t, events: make(chan invocation, 16), results: make(map[string]chan result)}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /2018-06-01/runtime/invocation/next", func(w http.ResponseWriter, req *http.Request) {
+		select {
+		case inv := <-r.events:
+			h := w.Header()
+			h.Set("Lambda-Runtime-Aws-Request-Id", inv.id)
+			h.Set("Lambda-Runtime-Deadline-Ms", strconv.FormatInt(time.Now().Add(25*time.Second).UnixMilli(), 10))
+			h.Set("Lambda-Runtime-Invoked-Function-Arn", "arn:aws:lambda:us-east-1:123456789012:function:erp-gateway-ExecuteQueryFunction")
+			h.Set("Lambda-Runtime-Trace-Id", "Root=1-6740a1b2-0123456789abcdef01234567;Parent=53995c3f42cd8ad8;Sampled=1")
+			h.Set("Content-Type", "application/json")
+			w.Write(inv.event)
+		case <-req.Context().Done():
+		}
+	})
+	answer := func(isError bool) http.HandlerFunc {
+		return func(w http.ResponseWriter, req *http.Request) {
+			body, _ := io.ReadAll(req.Body)
+			r.result(req.PathValue("id")) <- result{body: body, isError: isError, at: time.Now()}
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}
+	mux.HandleFunc("POST /2018-06-01/runtime/invocation/{id}/response", answer(false))
+	mux.HandleFunc("POST /2018-06-01/runtime/invocation/{id}/error", answer(true))
+	mux.HandleFunc("POST /2018-06-01/runtime/init/error", func(w http.ResponseWriter, req *http.Request) {
+		t.Errorf("the function failed to initialise")
+		w.WriteHeader(http.StatusAccepted)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return r, srv
+}
+
+func (r *runtimeAPI) result(id string) chan result {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ch, ok := r.results[id]
+	if !ok {
+		ch = make(chan result, 1)
+		r.results[id] = ch
+	}
+	return ch
+}
+
+// invoke queues an event and waits for the function's answer.
+func (r *runtimeAPI) invoke(ev events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, result) {
+	r.t.Helper()
+	id := fmt.Sprintf("req-%d", time.Now().UnixNano())
+	raw, _ := json.Marshal(ev)
+	r.events <- invocation{id: id, event: raw}
+	select {
+	case res := <-r.result(id):
+		var resp events.APIGatewayProxyResponse
+		if !res.isError {
+			if err := json.Unmarshal(res.body, &resp); err != nil {
+				r.t.Fatalf("answer is not a proxy response: %s", res.body)
+			}
+		}
+		return resp, res
+	case <-time.After(30 * time.Second):
+		r.t.Fatal("no answer from the function within 30s")
+	}
+	panic("unreachable")
+}
+
+// buildBootstrap builds a function's real binary for this machine, with the
+// flags of `make build` but the host's GOOS/GOARCH.
+func buildBootstrap(t testing.TB, dir string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "bootstrap")
+	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", out, "./"+dir)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building %s: %v\n%s", dir, err, b)
+	}
+	return out
+}
+
+func startBootstrap(t testing.TB, binary, runtimeAddr string, env ...string) time.Time {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, binary)
+	cmd.Env = append([]string{
+		"PATH=" + os.Getenv("PATH"),
+		"AWS_LAMBDA_RUNTIME_API=" + runtimeAddr,
+		"AWS_LAMBDA_FUNCTION_NAME=erp-gateway-test",
+		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=256",
+		"AWS_LAMBDA_FUNCTION_VERSION=$LATEST",
+		"AWS_LAMBDA_LOG_FORMAT=JSON",
+		"AWS_LAMBDA_LOG_LEVEL=INFO",
+		"AWS_REGION=us-east-1",
+	}, env...)
+	var logs strings.Builder
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("function output:\n%s", logs.String())
+		}
+	})
+	return start
+}
+
+func TestBootstrapBinariesAgainstTheRuntimeAPI(t *testing.T) {
+	instances := "GATEWAY_INSTANCES_JSON=" + instancesJSON(t, nil)
+
+	t.Run("executequery", func(t *testing.T) {
+		api, srv := newRuntimeAPI(t)
+		start := startBootstrap(t, buildBootstrap(t, "executequery"), strings.TrimPrefix(srv.URL, "http://"), instances)
+
+		resp, res := api.invoke(restEvent(t, apiPath+"executequery", `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`, nil))
+		t.Logf("start of the binary to its first response (cold start, first connection included): %s", res.at.Sub(start).Round(time.Millisecond))
+		if res.isError || resp.StatusCode != 200 || !strings.HasPrefix(resp.Body, `{"cod_error":0,"data":[{"CODIGO":"REF0001",`) {
+			t.Fatalf("read: %+v %s", resp, res.body)
+		}
+		warm := time.Now()
+		resp, _ = api.invoke(restEvent(t, apiPath+"executequery", `{"CLAVE":"Get_Referencias","CODIGO":"REF0002"}`, nil))
+		t.Logf("warm invocation round trip: %s", time.Since(warm).Round(time.Microsecond))
+		if resp.StatusCode != 200 || !strings.Contains(resp.Body, `"CODIGO":"REF0002"`) {
+			t.Fatalf("second read: %+v", resp)
+		}
+		resp, _ = api.invoke(restEvent(t, apiPath+"executequery", `{"CLAVE":"Get_Terceros","CODIGO":"NADIE"}`, nil))
+		if resp.StatusCode != 200 || !strings.Contains(resp.Body, `***EL TERCERO NADIE NO EXISTE***`) {
+			t.Fatalf("not found: %+v", resp)
+		}
+		resp, _ = api.invoke(restEvent(t, apiPath+"executequery", `{"CLAVE":"Get_Terceros","CODIGO":12}`, nil))
+		if resp.StatusCode != 400 || !strings.Contains(resp.Body, `"cod_error":1007`) {
+			t.Fatalf("malformed: %+v", resp)
+		}
+	})
+
+	t.Run("execute", func(t *testing.T) {
+		api, srv := newRuntimeAPI(t)
+		startBootstrap(t, buildBootstrap(t, "execute"), strings.TrimPrefix(srv.URL, "http://"), instances)
+		code := fmt.Sprintf("B%d", time.Now().UnixNano()%1e14)
+		body := `{"CLAVE":"Set_Terceros","CODIGO":"` + code + `","DV":"1","NATURALEZA":"N","NOM1":"Ana","APL1":"Peña","RAZON_COMERCIAL":"Ana Peña","DIRECCION":"Calle 2","CODIDENTIDAD":"CC","CODSOCIEDAD":"PN","CODPAIS":"CO","CODMUNICIPIO":"11001"}`
+		resp, _ := api.invoke(restEvent(t, apiPath+"execute", body, nil))
+		if resp.StatusCode != 200 || !strings.Contains(resp.Body, `"NOMBRE":"Ana Peña"`) {
+			t.Fatalf("insert: %+v", resp)
+		}
+		resp, _ = api.invoke(restEvent(t, apiPath+"execute", body, nil))
+		if resp.StatusCode != 200 || !strings.Contains(resp.Body, `YA EXISTE`) {
+			t.Fatalf("duplicate: %+v", resp)
+		}
+		resp, _ = api.invoke(restEvent(t, apiPath+"executequery", `{"CLAVE":"Get_Terceros","CODIGO":"`+code+`"}`, nil))
+		if resp.StatusCode != 404 {
+			t.Fatalf("the write function answered a read path: %+v", resp)
+		}
+	})
+}

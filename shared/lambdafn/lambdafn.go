@@ -1,0 +1,104 @@
+// Package lambdafn turns the gateway handler into the Lambda function of one
+// endpoint: it builds the long-lived parts once per execution environment and
+// adapts API Gateway REST (payload 1.0) events through aws-lambda-go-api-proxy.
+package lambdafn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
+
+	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/firebird"
+	"github.com/erp-gateway/gateway/shared/gateway"
+	"github.com/erp-gateway/gateway/shared/tenants"
+)
+
+// Function is one endpoint's Lambda handler.
+type Function struct {
+	adapter *httpadapter.HandlerAdapter
+	pools   *firebird.Pools
+	log     *slog.Logger
+}
+
+// New builds the function serving endpoint from the environment (README,
+// "Configuration"). Call it once per execution environment, not per event.
+func New(ctx context.Context, endpoint catalog.Endpoint, getenv func(string) string, log *slog.Logger) (*Function, error) {
+	cfg, err := gateway.ConfigFromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Endpoints = []catalog.Endpoint{endpoint}
+	instances, err := instanceSource(ctx, getenv)
+	if err != nil {
+		return nil, err
+	}
+	// An execution environment serves one request at a time: one connection
+	// per instance is all it uses, so reserved concurrency caps the
+	// connections into each customer's Firebird.
+	pools := firebird.NewPools(firebird.Options{MaxConns: 1})
+	h := gateway.New(cfg, catalog.Default(), instances, pools, log)
+	return &Function{adapter: httpadapter.New(h), pools: pools, log: log}, nil
+}
+
+func instanceSource(_ context.Context, getenv func(string) string) (gateway.Instances, error) {
+	// For sam local and tests only: in AWS, passwords belong in Secrets
+	// Manager, not in the function's environment.
+	if inline := getenv("GATEWAY_INSTANCES_JSON"); inline != "" {
+		f, err := tenants.ParseFile([]byte(inline))
+		if err != nil {
+			return nil, fmt.Errorf("GATEWAY_INSTANCES_JSON: %w", err)
+		}
+		return f, nil
+	}
+	return nil, errors.New("no instance source: set GATEWAY_INSTANCES_JSON")
+}
+
+// Handle serves one API Gateway event. The Lambda deadline and the API
+// Gateway request context reach the handler through ctx.
+func (f *Function) Handle(ctx context.Context, event events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	resp, err := f.adapter.ProxyWithContext(ctx, event)
+	if err != nil {
+		// The event could not become an http.Request (a body that is not
+		// base64, a path net/url refuses): the caller's fault, not ours.
+		f.log.WarnContext(ctx, "unusable event", "err", err)
+		return badEvent(), nil
+	}
+	return resp, nil
+}
+
+func badEvent() events.APIGatewayProxyResponse {
+	return events.APIGatewayProxyResponse{
+		StatusCode: http.StatusBadRequest,
+		MultiValueHeaders: map[string][]string{
+			"Content-Type":  {"application/json; charset=utf-8"},
+			"Cache-Control": {"no-store"},
+		},
+		Body: fmt.Sprintf(`{"cod_error":%d,"ex_execsql":"the request could not be read: malformed path or body encoding"}`, catalog.CodeNotObject),
+	}
+}
+
+// Close releases the function's database connections.
+func (f *Function) Close() error { return f.pools.Close() }
+
+// Main is the whole main of a function binary.
+func Main(endpoint catalog.Endpoint) {
+	level := os.Getenv("AWS_LAMBDA_LOG_LEVEL") // set by the Lambda's LoggingConfig
+	if level == "" {
+		level = os.Getenv("LOG_LEVEL")
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: gateway.LogLevel(level)}))
+	fn, err := New(context.Background(), endpoint, os.Getenv, log)
+	if err != nil {
+		log.Error("cannot start", "endpoint", endpoint, "err", err)
+		os.Exit(1)
+	}
+	lambda.Start(fn.Handle)
+}
