@@ -164,4 +164,3 @@ func frozenListener(t testing.TB) int {
 	}()
 	return ln.Addr().(*net.TCPAddr).Port
 }
-

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-
 )
 
 // runtimeAPI emulates the Lambda Runtime API (2018-06-01) for one function
