@@ -5,6 +5,8 @@ INSTANCES ?= infra/instances.demo.json
 FB := infra/firebird.sh
 FB_DATA ?= /var/lib/firebird/3.0/data
 BASE := http://$(ADDR)/demo/RestServerIsapi.dll/api/v1/TServiceRestInterface
+# The demo instance's token (infra/instances.demo.json holds its hash).
+DEMO_TOKEN := erpgw_demo-token-for-local-use-only
 
 # The test databases are recreated on every run; tests read where they are here.
 export FB_TEST_HOST ?= 127.0.0.1
@@ -13,7 +15,16 @@ export FB_TEST_OTHER_DB ?= $(FB_DATA)/erp_other_test.fdb
 export FB_TEST_USER ?= GATEWAY
 export FB_TEST_PASSWORD ?= gateway-demo
 
-.PHONY: run serve test bench lint demo-db demo-reset firebird test-db build deploy local-api build-ExecuteQueryFunction build-ExecuteFunction
+.DEFAULT_GOAL := help
+help:
+	@echo "make run | make test | make serve ADDR=host:port INSTANCES=file | make bench | make lint"
+	@echo "make build | make deploy | make local-api | make token | make demo-reset   (README.md)"
+
+# Mint a bearer token for an instance and print the hash for its document.
+token:
+	@go run ./infra/minttoken
+
+.PHONY: help token run serve test bench lint demo-db demo-reset firebird test-db build deploy local-api build-ExecuteQueryFunction build-ExecuteFunction
 
 # The Lambda binaries: linux/arm64, static, no RPC shim, stripped.
 LAMBDA_BUILD := GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -ldflags='-s -w' -buildvcs=false
@@ -30,11 +41,11 @@ demo-reset: firebird
 run: demo-db
 	@go build -o bin/localserver ./infra/localserver
 	@echo; echo "Try, from another terminal:"; echo
-	@echo "curl -s $(BASE)/executequery -d '{\"CLAVE\":\"Get_Referencias\",\"CODIGO\":\"REF0001\"}'"
-	@echo "curl -s $(BASE)/executequery -d '{\"CLAVE\":\"Get_Referencias\",\"CODIGO\":\"NO-EXISTE\"}'"
-	@echo "curl -s $(BASE)/executequery -d '{\"CLAVE\":\"Get_Terceros\",\"CODIGO\":\"800000000\"}'"
-	@echo "curl -s $(BASE)/executequery -d '{\"CLAVE\":\"Get_Gestion_Primario\",\"TIPO\":\"FV\",\"PREFIJO\":\"FE\",\"NUMERO\":\"1000\"}'"
-	@echo "curl -s $(BASE)/execute -d '{\"CLAVE\":\"Set_Terceros\",\"CODIGO\":\"901234567\",\"DV\":\"3\",\"NATURALEZA\":\"J\",\"EMPRESA\":\"Café Ñuñoa S.A.S.\",\"RAZON_COMERCIAL\":\"Café Ñuñoa\",\"DIRECCION\":\"Calle 10 # 4-21\",\"CODIDENTIDAD\":\"NIT\",\"CODSOCIEDAD\":\"SAS\",\"CODPAIS\":\"CO\",\"CODMUNICIPIO\":\"05001\",\"CODACTIVIDAD\":\"NA\",\"CODZONA\":\"NA\"}'"
+	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' $(BASE)/executequery -d '{\"CLAVE\":\"Get_Referencias\",\"CODIGO\":\"REF0001\"}'"
+	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' $(BASE)/executequery -d '{\"CLAVE\":\"Get_Referencias\",\"CODIGO\":\"NO-EXISTE\"}'"
+	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' $(BASE)/executequery -d '{\"CLAVE\":\"Get_Terceros\",\"CODIGO\":\"800000000\"}'"
+	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' $(BASE)/executequery -d '{\"CLAVE\":\"Get_Gestion_Primario\",\"TIPO\":\"FV\",\"PREFIJO\":\"FE\",\"NUMERO\":\"1000\"}'"
+	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' $(BASE)/execute -d '{\"CLAVE\":\"Set_Terceros\",\"CODIGO\":\"901234567\",\"DV\":\"3\",\"NATURALEZA\":\"J\",\"EMPRESA\":\"Café Ñuñoa S.A.S.\",\"RAZON_COMERCIAL\":\"Café Ñuñoa\",\"DIRECCION\":\"Calle 10 # 4-21\",\"CODIDENTIDAD\":\"NIT\",\"CODSOCIEDAD\":\"SAS\",\"CODPAIS\":\"CO\",\"CODMUNICIPIO\":\"05001\",\"CODACTIVIDAD\":\"NA\",\"CODZONA\":\"NA\"}'"
 	@echo
 	@./bin/localserver -addr $(ADDR) -instances $(INSTANCES)
 

@@ -23,14 +23,15 @@ import (
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/firebird"
 	"github.com/erp-gateway/gateway/shared/lambdafn"
+	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
 // instancesJSON is GATEWAY_INSTANCES_JSON for the test databases.
 func instancesJSON(t testing.TB, extra map[string]firebird.Config) string {
 	t.Helper()
-	all := map[string]firebird.Config{"demo": fbtest.Demo(t)}
+	all := map[string]tenants.Instance{"demo": {Config: fbtest.Demo(t), AllowAnonymous: true}}
 	for k, v := range extra {
-		all[k] = v
+		all[k] = tenants.Instance{Config: v, AllowAnonymous: true}
 	}
 	b, err := json.Marshal(all)
 	if err != nil {

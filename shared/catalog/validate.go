@@ -17,25 +17,25 @@ type Code int
 // The codes are part of the public interface (README, "Error codes"): never
 // renumber one.
 const (
-	CodeNotObject       Code = 1001 // body is not a JSON object
-	CodeTooLarge        Code = 1002 // body over the size limit
-	CodeClaveMissing    Code = 1003 // no CLAVE, or CLAVE not a string
-	CodeClaveUnknown    Code = 1004
-	CodeWrongEndpoint   Code = 1005 // a write CLAVE on executequery or a read on execute
-	CodeParamMissing    Code = 1006
-	CodeParamNotString  Code = 1007
-	CodeParamTooLong    Code = 1008
-	CodeUnknownField    Code = 1009
-	CodeParamInvalid    Code = 1010 // not valid UTF-8 or holds a NUL character
-	CodeNotFound        Code = 1101 // no such route
-	CodeMethod          Code = 1102 // not POST
-	CodeBadInstance     Code = 1103 // instance name is not well formed
-	CodeUnknownInstance Code = 1104
-	CodeUnauthorized    Code = 1105
-	CodeUnavailable     Code = 1201 // database unreachable or timed out
-	CodeConfig          Code = 1202 // the instance's settings cannot be read
-	CodeThrottled       Code = 1203 // API Gateway's throttling (template.yaml); never sent by the handler
-	CodeInternal        Code = 1299
+	CodeNotObject      Code = 1001 // body is not a JSON object
+	CodeTooLarge       Code = 1002 // body over the size limit
+	CodeClaveMissing   Code = 1003 // no CLAVE, or CLAVE not a string
+	CodeClaveUnknown   Code = 1004
+	CodeWrongEndpoint  Code = 1005 // a write CLAVE on executequery or a read on execute
+	CodeParamMissing   Code = 1006
+	CodeParamNotString Code = 1007
+	CodeParamTooLong   Code = 1008
+	CodeUnknownField   Code = 1009
+	CodeParamInvalid   Code = 1010 // not valid UTF-8 or holds a NUL character
+	CodeNotFound       Code = 1101 // no such route
+	CodeMethod         Code = 1102 // not POST
+	CodeBadInstance    Code = 1103 // instance name is not well formed
+	// 1104 (unknown instance) is retired: an unknown instance answers 1105.
+	CodeUnauthorized Code = 1105 // no or wrong token, or no such instance
+	CodeUnavailable  Code = 1201 // database unreachable or timed out
+	CodeConfig       Code = 1202 // the instance's settings cannot be read
+	CodeThrottled    Code = 1203 // API Gateway's throttling (template.yaml); never sent by the handler
+	CodeInternal     Code = 1299
 )
 
 // Error is a refusal: a code and a message meant for the integrator.

@@ -27,9 +27,15 @@ type Database interface {
 	Write(ctx context.Context, t firebird.Target, procedure string, args []any, readBack string, readArgs []any) (record.Set, error)
 }
 
-// Instances resolves instance names; *tenants.File is one.
+// Instances resolves instance names; *tenants.File and *tenants.Cache are.
 type Instances interface {
 	Lookup(ctx context.Context, name string) (tenants.Instance, error)
+}
+
+// Refresher is an Instances whose documents can be read again at once, for
+// when the database refuses the credentials it holds (a rotated password).
+type Refresher interface {
+	Refresh(ctx context.Context, name string) (tenants.Instance, error)
 }
 
 // Config holds the deployment's choices. Zero values take the defaults.
@@ -110,19 +116,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"ms", float64(time.Since(start).Microseconds())/1000)
 	}()
 	o = h.serve(r)
-	if o.status == http.StatusMethodNotAllowed {
-		w.Header().Set("Allow", http.MethodPost)
-	}
 	o.write(w)
 }
 
 // outcome is what one request answers.
 type outcome struct {
-	status   int
-	code     catalog.Code
-	body     []byte
-	instance string
-	clave    string
+	status    int
+	code      catalog.Code
+	body      []byte
+	challenge bool // ask for a bearer token
+	instance  string
+	clave     string
 }
 
 func (h *Handler) serve(r *http.Request) outcome {
@@ -139,10 +143,15 @@ func (h *Handler) serve(r *http.Request) outcome {
 	inst, err := h.instances.Lookup(r.Context(), instance)
 	switch {
 	case errors.Is(err, tenants.ErrUnknown):
-		return refusal(catalog.CodeUnknownInstance, "unknown instance "+instance)
+		// Exactly the answer to a wrong token: an unauthenticated caller
+		// must not learn which instance names exist.
+		return unauthorized()
 	case err != nil:
 		h.log.WarnContext(r.Context(), "instance settings unavailable", "instance", instance, "err", err)
 		return refusal(catalog.CodeConfig, "the settings of instance "+instance+" cannot be read right now; try again later")
+	}
+	if !inst.Authorize(r.Header.Get("Authorization")) {
+		return unauthorized()
 	}
 
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, h.cfg.MaxBody))
@@ -162,6 +171,12 @@ func (h *Handler) serve(r *http.Request) outcome {
 
 	o := h.run(r.Context(), firebird.Target{Instance: instance, Config: inst.Config}, call)
 	o.instance, o.clave = instance, call.Op.Clave
+	return o
+}
+
+func unauthorized() outcome {
+	o := refusal(catalog.CodeUnauthorized, "missing or invalid credentials for this instance: send Authorization: Bearer <token>")
+	o.challenge = true
 	return o
 }
 
@@ -189,12 +204,15 @@ func (h *Handler) route(path string) (instance string, endpoint catalog.Endpoint
 func (h *Handler) run(ctx context.Context, t firebird.Target, call catalog.Call) outcome {
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
 	defer cancel()
-	var set record.Set
-	var err error
-	if rb := call.Op.ReadBack; rb != nil {
-		set, err = h.db.Write(ctx, t, call.Op.Procedure, call.Args, rb.Procedure, call.ReadBackArgs())
-	} else {
-		set, err = h.db.Read(ctx, t, call.Op.Procedure, call.Args)
+	set, err := h.call(ctx, t, call)
+	if errors.Is(err, firebird.ErrCredentials) {
+		// The password may have been rotated: read the instance's settings
+		// again, bypassing the cache, and retry once if they changed.
+		if fresh, ok := h.refreshed(ctx, t); ok {
+			h.log.InfoContext(ctx, "credentials refused; retrying with refreshed settings", "instance", t.Instance)
+			t.Config = fresh.Config
+			set, err = h.call(ctx, t, call)
+		}
 	}
 	var exc *firebird.Exception
 	switch {
@@ -212,6 +230,26 @@ func (h *Handler) run(ctx context.Context, t firebird.Target, call catalog.Call)
 		h.log.ErrorContext(ctx, "call failed", "instance", t.Instance, "err", err)
 		return refusal(catalog.CodeInternal, "internal error")
 	}
+}
+
+func (h *Handler) call(ctx context.Context, t firebird.Target, call catalog.Call) (record.Set, error) {
+	if rb := call.Op.ReadBack; rb != nil {
+		return h.db.Write(ctx, t, call.Op.Procedure, call.Args, rb.Procedure, call.ReadBackArgs())
+	}
+	return h.db.Read(ctx, t, call.Op.Procedure, call.Args)
+}
+
+func (h *Handler) refreshed(ctx context.Context, t firebird.Target) (tenants.Instance, bool) {
+	r, ok := h.instances.(Refresher)
+	if !ok {
+		return tenants.Instance{}, false
+	}
+	fresh, err := r.Refresh(ctx, t.Instance)
+	if err != nil {
+		h.log.WarnContext(ctx, "refreshing instance settings", "instance", t.Instance, "err", err)
+		return tenants.Instance{}, false
+	}
+	return fresh, fresh.Config.DSN() != t.Config.DSN()
 }
 
 func success(set record.Set) outcome {
@@ -236,7 +274,7 @@ func statusOf(code catalog.Code) int {
 	switch code {
 	case catalog.CodeTooLarge:
 		return http.StatusRequestEntityTooLarge
-	case catalog.CodeNotFound, catalog.CodeUnknownInstance:
+	case catalog.CodeNotFound:
 		return http.StatusNotFound
 	case catalog.CodeMethod:
 		return http.StatusMethodNotAllowed
@@ -263,6 +301,12 @@ func (o outcome) write(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
+	if o.status == http.StatusMethodNotAllowed {
+		h.Set("Allow", http.MethodPost)
+	}
+	if o.challenge {
+		h.Set("WWW-Authenticate", `Bearer realm="erp-gateway"`)
+	}
 	w.WriteHeader(o.status)
 	w.Write(o.body) //nolint:errcheck // the client went away; nothing to do
 }

@@ -17,11 +17,18 @@ import (
 
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/fbtest"
+	"github.com/erp-gateway/gateway/shared/firebird"
 	"github.com/erp-gateway/gateway/shared/gateway"
+	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
+// anonymous opens an instance without a token, as the original service did.
+func anonymous(cfg firebird.Config) tenants.Instance {
+	return tenants.Instance{Config: cfg, AllowAnonymous: true}
+}
+
 func demoEnv(t testing.TB, cfg gateway.Config) *env {
-	return newEnv(t, cfg, map[string]any{"demo": fbtest.Demo(t), "otra": fbtest.Other(t)})
+	return newEnv(t, cfg, map[string]any{"demo": anonymous(fbtest.Demo(t)), "otra": anonymous(fbtest.Other(t))})
 }
 
 func TestReadsAnswerLikeTheOriginal(t *testing.T) {
@@ -305,7 +312,7 @@ func TestMalformedRequests(t *testing.T) {
 		{"instance with a dot", "POST", path("de.mo", "executequery"), `{"CLAVE":"Get_Terceros","CODIGO":"1"}`, 400, catalog.CodeBadInstance},
 		{"instance with a space", "POST", path("de%20mo", "executequery"), `{"CLAVE":"Get_Terceros","CODIGO":"1"}`, 400, catalog.CodeBadInstance},
 		{"instance of 65 characters", "POST", path(strings.Repeat("a", 65), "executequery"), `{"CLAVE":"Get_Terceros","CODIGO":"1"}`, 400, catalog.CodeBadInstance},
-		{"unknown instance", "POST", path("nadie", "executequery"), `{"CLAVE":"Get_Terceros","CODIGO":"1"}`, 404, catalog.CodeUnknownInstance},
+		{"unknown instance", "POST", path("nadie", "executequery"), `{"CLAVE":"Get_Terceros","CODIGO":"1"}`, 401, catalog.CodeUnauthorized},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -348,7 +355,7 @@ func TestUnavailableDatabaseAnswers503WithoutSecrets(t *testing.T) {
 	noFile.Database = "/var/lib/firebird/3.0/data/no-such-erp.fdb"
 	frozenCfg.Port = frozenPort
 	e := newEnv(t, gateway.Config{Timeout: 500 * time.Millisecond}, map[string]any{
-		"closed": closedPort, "badpw": wrongPassword, "nofile": noFile, "frozen": frozenCfg,
+		"closed": anonymous(closedPort), "badpw": anonymous(wrongPassword), "nofile": anonymous(noFile), "frozen": anonymous(frozenCfg),
 	})
 	for _, instance := range []string{"closed", "badpw", "nofile", "frozen"} {
 		t.Run(instance, func(t *testing.T) {

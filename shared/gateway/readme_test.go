@@ -1,11 +1,17 @@
 package gateway_test
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 
+	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/gateway"
+	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
 // TestREADMEExamples replays every curl example of the README, in order,
@@ -15,16 +21,31 @@ func TestREADMEExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pair := regexp.MustCompile("(?s)```sh\ncurl -s http://127.0.0.1:3000(/\\S+) \\\\\n  -d '([^']*)'\n```\n```json\n(.*?)\n```")
+	pair := regexp.MustCompile("(?s)```sh\ncurl -s -H 'Authorization: (Bearer \\S+)' http://127.0.0.1:3000(/\\S+) \\\\\n  -d '([^']*)'\n```\n```json\n(.*?)\n```")
 	examples := pair.FindAllSubmatch(readme, -1)
 	if len(examples) < 9 {
 		t.Fatalf("found %d examples in the README", len(examples))
 	}
-	e := demoEnv(t, gateway.Config{})
+	// The demo instance as make run serves it, token hashes included, on
+	// the test database.
+	demo, err := tenants.LoadFile("../../infra/instances.demo.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := demo.Lookup(context.Background(), "demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst.Config = fbtest.Demo(t)
+	e := newEnv(t, gateway.Config{}, map[string]any{"demo": inst})
 	for _, ex := range examples {
-		p, body, want := string(ex[1]), string(ex[2]), string(ex[3])
-		if r := e.post(t, p, body); r.Raw != want {
-			t.Errorf("POST %s %s\n got  %s\n want %s", p, body, r.Raw, want)
+		auth, p, body, want := string(ex[1]), string(ex[2]), string(ex[3]), string(ex[4])
+		req := httptest.NewRequest(http.MethodPost, p, strings.NewReader(body))
+		req.Header.Set("Authorization", auth)
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		if got := rec.Body.String(); got != want {
+			t.Errorf("POST %s %s\n got  %s\n want %s", p, body, got, want)
 		}
 	}
 }

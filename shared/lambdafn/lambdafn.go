@@ -10,9 +10,12 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
@@ -48,7 +51,7 @@ func New(ctx context.Context, endpoint catalog.Endpoint, getenv func(string) str
 	return &Function{adapter: httpadapter.New(h), pools: pools, log: log}, nil
 }
 
-func instanceSource(_ context.Context, getenv func(string) string) (gateway.Instances, error) {
+func instanceSource(ctx context.Context, getenv func(string) string) (gateway.Instances, error) {
 	// For sam local and tests only: in AWS, passwords belong in Secrets
 	// Manager, not in the function's environment.
 	if inline := getenv("GATEWAY_INSTANCES_JSON"); inline != "" {
@@ -58,7 +61,27 @@ func instanceSource(_ context.Context, getenv func(string) string) (gateway.Inst
 		}
 		return f, nil
 	}
-	return nil, errors.New("no instance source: set GATEWAY_INSTANCES_JSON")
+	prefix := getenv("GATEWAY_SECRET_PREFIX")
+	if prefix == "" {
+		return nil, errors.New("no instance source: set GATEWAY_SECRET_PREFIX (or GATEWAY_INSTANCES_JSON for sam local)")
+	}
+	var opts tenants.CacheOptions
+	if v := getenv("GATEWAY_SECRET_TTL"); v != "" {
+		ttl, err := time.ParseDuration(v)
+		if err != nil || ttl <= 0 {
+			return nil, fmt.Errorf("GATEWAY_SECRET_TTL=%q: want a positive duration such as 5m", v)
+		}
+		opts.TTL = ttl
+	}
+	// Region, credentials and AWS_ENDPOINT_URL_SECRETS_MANAGER come from the
+	// standard environment. Two attempts: a throttled or unreachable Secrets
+	// Manager must answer 503 in seconds, not hang a request.
+	awsCfg, err := config.LoadDefaultConfig(ctx, config.WithRetryMaxAttempts(2))
+	if err != nil {
+		return nil, fmt.Errorf("AWS configuration: %w", err)
+	}
+	sm := tenants.NewSecretsManager(secretsmanager.NewFromConfig(awsCfg), prefix)
+	return tenants.NewCache(sm, opts), nil
 }
 
 // Handle serves one API Gateway event. The Lambda deadline and the API

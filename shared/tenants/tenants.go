@@ -17,6 +17,12 @@ import (
 // Instance is the instance document (README, "The instance document").
 type Instance struct {
 	firebird.Config
+	// Tokens holds the hashes (HashToken) of the bearer tokens that open
+	// this instance. With none, nothing opens it unless AllowAnonymous.
+	Tokens []string `json:"tokens,omitempty"`
+	// AllowAnonymous lets requests without a token in, as the original
+	// service did: insecure, for clients still migrating.
+	AllowAnonymous bool `json:"allow_anonymous,omitempty"`
 }
 
 // ErrUnknown means no instance has that name.
@@ -38,6 +44,9 @@ func ParseInstance(data []byte) (Instance, error) {
 		return Instance{}, fmt.Errorf("instance document: %w", scrub(err))
 	}
 	if err := inst.Config.Check(); err != nil {
+		return Instance{}, fmt.Errorf("instance document: %w", err)
+	}
+	if err := checkTokenHashes(inst.Tokens); err != nil {
 		return Instance{}, fmt.Errorf("instance document: %w", err)
 	}
 	return inst, nil

@@ -1,0 +1,148 @@
+package tenants
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// ErrUnavailable means an instance's settings could not be read now.
+var ErrUnavailable = errors.New("instance settings unavailable")
+
+// Fetcher reads one instance's document from its source of truth.
+type Fetcher interface {
+	Fetch(ctx context.Context, name string) (Instance, error)
+}
+
+// CacheOptions tune a Cache; zero values take the defaults.
+type CacheOptions struct {
+	TTL          time.Duration // a document is fetched again after this (5m)
+	NegativeTTL  time.Duration // an unknown name, or a failed refresh, is asked again after this (30s)
+	StaleFor     time.Duration // past its TTL, a document still serves this long while refreshes fail (1h)
+	MinRefresh   time.Duration // forced refreshes of one name at most this often (10s)
+	FetchTimeout time.Duration // bound on one fetch (5s)
+}
+
+// Cache keeps the documents of one execution environment. Concurrent
+// lookups of one name share one fetch. Cache is safe for concurrent use.
+type Cache struct {
+	fetcher Fetcher
+	opts    CacheOptions
+	mu      sync.Mutex
+	entries map[string]*entry
+}
+
+type entry struct {
+	inst     Instance
+	known    bool      // inst holds a document fetched at fetched
+	fetched  time.Time // last successful fetch
+	attempt  time.Time // last fetch, successful or not
+	expires  time.Time // ask the source again after this
+	inflight *flight
+}
+
+type flight struct {
+	done chan struct{}
+	inst Instance
+	err  error
+}
+
+// NewCache caches fetcher's documents.
+func NewCache(fetcher Fetcher, opts CacheOptions) *Cache {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&opts.TTL, 5*time.Minute)
+	def(&opts.NegativeTTL, 30*time.Second)
+	def(&opts.StaleFor, time.Hour)
+	def(&opts.MinRefresh, 10*time.Second)
+	def(&opts.FetchTimeout, 5*time.Second)
+	return &Cache{fetcher: fetcher, opts: opts, entries: make(map[string]*entry)}
+}
+
+// Lookup returns the named instance, from the cache while it is fresh.
+func (c *Cache) Lookup(ctx context.Context, name string) (Instance, error) {
+	c.mu.Lock()
+	e := c.entry(name)
+	if time.Now().Before(e.expires) {
+		inst, known := e.inst, e.known
+		c.mu.Unlock()
+		if !known {
+			return Instance{}, ErrUnknown
+		}
+		return inst, nil
+	}
+	f := c.fetch(name, e)
+	c.mu.Unlock()
+	return c.wait(ctx, f)
+}
+
+// Refresh fetches the named instance again, bypassing the cache (after the
+// database refused its credentials), but at most once per MinRefresh.
+func (c *Cache) Refresh(ctx context.Context, name string) (Instance, error) {
+	c.mu.Lock()
+	e := c.entry(name)
+	if e.inflight == nil && time.Since(e.attempt) < c.opts.MinRefresh {
+		c.mu.Unlock()
+		return c.Lookup(ctx, name)
+	}
+	f := c.fetch(name, e)
+	c.mu.Unlock()
+	return c.wait(ctx, f)
+}
+
+func (c *Cache) entry(name string) *entry {
+	e, ok := c.entries[name]
+	if !ok {
+		e = &entry{}
+		c.entries[name] = e
+	}
+	return e
+}
+
+// fetch starts a fetch of name unless one is under way; c.mu is held. The
+// fetch outlives a caller who gives up, so the others waiting still get it.
+func (c *Cache) fetch(name string, e *entry) *flight {
+	if e.inflight != nil {
+		return e.inflight
+	}
+	f := &flight{done: make(chan struct{})}
+	e.inflight = f
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), c.opts.FetchTimeout)
+		defer cancel()
+		inst, err := c.fetcher.Fetch(ctx, name)
+
+		c.mu.Lock()
+		now := time.Now()
+		e.inflight, e.attempt = nil, now
+		switch {
+		case err == nil:
+			e.inst, e.known, e.fetched, e.expires = inst, true, now, now.Add(c.opts.TTL)
+		case errors.Is(err, ErrUnknown):
+			e.inst, e.known, e.expires = Instance{}, false, now.Add(c.opts.NegativeTTL)
+		case e.known && now.Before(e.fetched.Add(c.opts.TTL+c.opts.StaleFor)):
+			// Serve the last good document a while longer; ask again later
+			// rather than on every request.
+			inst, err = e.inst, nil
+			e.expires = now.Add(c.opts.NegativeTTL)
+		}
+		c.mu.Unlock()
+
+		f.inst, f.err = inst, err
+		close(f.done)
+	}()
+	return f
+}
+
+func (c *Cache) wait(ctx context.Context, f *flight) (Instance, error) {
+	select {
+	case <-f.done:
+		return f.inst, f.err
+	case <-ctx.Done():
+		return Instance{}, errors.Join(ErrUnavailable, ctx.Err())
+	}
+}

@@ -1,0 +1,184 @@
+package tenants
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/erp-gateway/gateway/shared/firebird"
+)
+
+// fakeFetcher counts fetches; fail switches it to failing.
+type fakeFetcher struct {
+	calls atomic.Int64
+	delay time.Duration
+	mu    sync.Mutex
+	docs  map[string]Instance
+	fail  error
+}
+
+func (f *fakeFetcher) Fetch(ctx context.Context, name string) (Instance, error) {
+	f.calls.Add(1)
+	time.Sleep(f.delay)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fail != nil {
+		return Instance{}, f.fail
+	}
+	inst, ok := f.docs[name]
+	if !ok {
+		return Instance{}, ErrUnknown
+	}
+	return inst, nil
+}
+
+func (f *fakeFetcher) set(name, host string, fail error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.docs[name] = Instance{Config: firebird.Config{Host: host}}
+	f.fail = fail
+}
+
+func TestCache(t *testing.T) {
+	ctx := context.Background()
+	type step struct {
+		sleep     time.Duration
+		fail      error
+		host      string // the source's document, "" to keep it
+		refresh   bool
+		wantHost  string
+		wantErr   error
+		wantCalls int64
+	}
+	opts := CacheOptions{TTL: 100 * time.Millisecond, NegativeTTL: 50 * time.Millisecond, StaleFor: 200 * time.Millisecond, MinRefresh: 30 * time.Millisecond}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"hits within the TTL", []step{{host: "a", wantHost: "a", wantCalls: 1}, {wantHost: "a", wantCalls: 1}, {wantHost: "a", wantCalls: 1}}},
+		{"fetched again after the TTL", []step{{host: "a", wantHost: "a", wantCalls: 1}, {sleep: 120 * time.Millisecond, host: "b", wantHost: "b", wantCalls: 2}}},
+		{"stale while refreshes fail, then gone", []step{
+			{host: "a", wantHost: "a", wantCalls: 1},
+			{sleep: 120 * time.Millisecond, fail: errors.New("throttled"), wantHost: "a", wantCalls: 2},
+			{wantHost: "a", wantCalls: 2}, // not asked again before NegativeTTL
+			{sleep: 250 * time.Millisecond, wantErr: ErrUnavailable, wantCalls: 3},
+		}},
+		{"forced refresh bypasses the cache, at most once per MinRefresh", []step{
+			{host: "a", wantHost: "a", wantCalls: 1},
+			{sleep: 40 * time.Millisecond, host: "b", refresh: true, wantHost: "b", wantCalls: 2},
+			{host: "c", refresh: true, wantHost: "b", wantCalls: 2},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeFetcher{docs: map[string]Instance{}}
+			c := NewCache(f, opts)
+			for i, s := range tt.steps {
+				time.Sleep(s.sleep)
+				if s.host != "" || s.fail != nil {
+					host := s.host
+					if host == "" {
+						host = f.docs["x"].Host
+					}
+					fail := s.fail
+					if fail != nil {
+						fail = errors.Join(ErrUnavailable, fail)
+					}
+					f.set("x", host, fail)
+				}
+				lookup := c.Lookup
+				if s.refresh {
+					lookup = c.Refresh
+				}
+				inst, err := lookup(ctx, "x")
+				if !errors.Is(err, s.wantErr) || (s.wantErr == nil && err != nil) || inst.Host != s.wantHost {
+					t.Fatalf("step %d: got %q %v, want %q %v", i, inst.Host, err, s.wantHost, s.wantErr)
+				}
+				if got := f.calls.Load(); got != s.wantCalls {
+					t.Fatalf("step %d: %d fetches, want %d", i, got, s.wantCalls)
+				}
+			}
+		})
+	}
+}
+
+func TestCacheUnknownIsCachedBriefly(t *testing.T) {
+	f := &fakeFetcher{docs: map[string]Instance{}}
+	c := NewCache(f, CacheOptions{NegativeTTL: 50 * time.Millisecond})
+	for range 10 {
+		if _, err := c.Lookup(context.Background(), "nadie"); !errors.Is(err, ErrUnknown) {
+			t.Fatal(err)
+		}
+	}
+	if n := f.calls.Load(); n != 1 {
+		t.Fatalf("%d fetches for 10 lookups of an unknown name", n)
+	}
+	time.Sleep(60 * time.Millisecond)
+	c.Lookup(context.Background(), "nadie")
+	if n := f.calls.Load(); n != 2 {
+		t.Fatalf("%d fetches after the negative TTL", n)
+	}
+}
+
+func TestCacheConcurrentFirstLookupsShareOneFetch(t *testing.T) {
+	f := &fakeFetcher{docs: map[string]Instance{"x": {Config: firebird.Config{Host: "a"}}}, delay: 50 * time.Millisecond}
+	c := NewCache(f, CacheOptions{})
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() {
+			if inst, err := c.Lookup(context.Background(), "x"); err != nil || inst.Host != "a" {
+				t.Error(inst, err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := f.calls.Load(); n != 1 {
+		t.Fatalf("%d fetches for 50 concurrent first lookups", n)
+	}
+}
+
+func TestCacheCallerDeadline(t *testing.T) {
+	f := &fakeFetcher{docs: map[string]Instance{"x": {}}, delay: 200 * time.Millisecond}
+	c := NewCache(f, CacheOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := c.Lookup(ctx, "x"); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestAuthorize(t *testing.T) {
+	token, err := NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := NewToken()
+	inst := Instance{Tokens: []string{HashToken(other), HashToken(token)}}
+	for header, want := range map[string]bool{
+		"Bearer " + token:            true,
+		"bearer " + token:            true,
+		"Bearer " + other:            true,
+		"":                           false,
+		token:                        false,
+		"Basic " + token:             false,
+		"Bearer " + token + "x":      false,
+		"Bearer " + HashToken(token): false, // the hash is not a credential
+		"Bearer ":                    false,
+	} {
+		if got := inst.Authorize(header); got != want {
+			t.Errorf("Authorize(%q) = %v", header, got)
+		}
+	}
+	if (Instance{}).Authorize("Bearer " + token) {
+		t.Error("an instance without tokens opened")
+	}
+	if !(Instance{AllowAnonymous: true}).Authorize("") {
+		t.Error("allow_anonymous refused")
+	}
+	if _, err := ParseInstance([]byte(`{"host":"h","database":"d","user":"u","tokens":["` + token + `"]}`)); err == nil {
+		t.Error("a plain token was accepted as a hash")
+	}
+}
