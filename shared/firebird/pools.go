@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -159,10 +160,20 @@ func (p *Pools) Write(ctx context.Context, t Target, procedure string, args []an
 }
 
 // connectionLost tells a dead or broken connection from the database's answer
-// and from the caller's own deadline.
+// and from the caller's own deadline. A restarted server shows as a plain
+// io.EOF; a connection the server closed (a DBA killing sessions, say) as a
+// status vector.
 func connectionLost(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
 	var fb *firebirdsql.FbError
-	return ctx.Err() == nil && !errors.As(err, &fb)
+	if !errors.As(err, &fb) {
+		return true
+	}
+	return slices.ContainsFunc(fb.GDSCodes, func(c int) bool {
+		return c == firebirdsql.ISCAttShutdown || c == firebirdsql.ISCLostDbConnection || c == firebirdsql.ISCNetworkError
+	})
 }
 
 func selectSQL(procedure string, n int) string {

@@ -37,7 +37,7 @@ type entry struct {
 	inst     Instance
 	known    bool      // inst holds a document fetched at fetched
 	fetched  time.Time // last successful fetch
-	attempt  time.Time // last fetch, successful or not
+	forced   time.Time // last Refresh that went to the source
 	expires  time.Time // ask the source again after this
 	inflight *flight
 }
@@ -81,14 +81,16 @@ func (c *Cache) Lookup(ctx context.Context, name string) (Instance, error) {
 }
 
 // Refresh fetches the named instance again, bypassing the cache (after the
-// database refused its credentials), but at most once per MinRefresh.
+// database refused its credentials), but at most once per MinRefresh, so a
+// wrong password cannot turn every request into a Secrets Manager call.
 func (c *Cache) Refresh(ctx context.Context, name string) (Instance, error) {
 	c.mu.Lock()
 	e := c.entry(name)
-	if e.inflight == nil && time.Since(e.attempt) < c.opts.MinRefresh {
+	if e.inflight == nil && time.Since(e.forced) < c.opts.MinRefresh {
 		c.mu.Unlock()
 		return c.Lookup(ctx, name)
 	}
+	e.forced = time.Now()
 	f := c.fetch(name, e)
 	c.mu.Unlock()
 	return c.wait(ctx, f)
@@ -118,7 +120,7 @@ func (c *Cache) fetch(name string, e *entry) *flight {
 
 		c.mu.Lock()
 		now := time.Now()
-		e.inflight, e.attempt = nil, now
+		e.inflight = nil
 		switch {
 		case err == nil:
 			e.inst, e.known, e.fetched, e.expires = inst, true, now, now.Add(c.opts.TTL)
