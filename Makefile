@@ -67,8 +67,8 @@ test: test-db
 # driver call measured in the same run.
 bench: test-db
 	@FB_TEST_SYSDBA_PASSWORD=$$($(FB) sysdba) go test -run '^$$' -bench . -benchmem -count $(or $(COUNT),3) ./shared/gateway/ | tee bin/bench.txt
-	@awk '/GetReferencias\/raw/ {r+=$$3; nr++} /GetReferencias\/handler/ {h+=$$3; nh++} \
-	  END {printf "handler / raw = %.2fx (mean of %d runs each)\n", (h/nh)/(r/nr), nh}' bin/bench.txt
+	@awk '/GetReferencias\/raw-2/ {r+=$$3; nr++} /GetReferencias\/raw-deadline/ {d+=$$3; nd++} /GetReferencias\/handler/ {h+=$$3; nh++} \
+	  END {printf "handler / raw = %.2fx; handler / raw-with-deadline = %.2fx (mean of %d runs each)\n", (h/nh)/(r/nr), (h/nh)/(d/nd), nh}' bin/bench.txt
 
 lint:
 	@gofmt -l . | (! grep .) || { echo "gofmt would change the files above"; exit 1; }
