@@ -1,9 +1,11 @@
 package functions_test
 
 import (
+	"fmt"
 	"os"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
@@ -91,6 +93,40 @@ func TestTemplateMatchesTheHandler(t *testing.T) {
 	for _, e := range []catalog.Endpoint{catalog.ExecuteQuery, catalog.Execute} {
 		if !served[e] {
 			t.Errorf("no function in template.yaml serves %s", e)
+		}
+	}
+}
+
+// TestGatewayResponsesUseTheCatalogCodes holds API Gateway's own refusals in
+// template.yaml to the documented error codes.
+func TestGatewayResponsesUseTheCatalogCodes(t *testing.T) {
+	raw, err := os.ReadFile("../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tpl struct {
+		Resources struct {
+			Api struct {
+				Properties struct {
+					GatewayResponses map[string]struct {
+						ResponseTemplates map[string]string `yaml:"ResponseTemplates"`
+					} `yaml:"GatewayResponses"`
+				} `yaml:"Properties"`
+			} `yaml:"Api"`
+		} `yaml:"Resources"`
+	}
+	if err := yaml.Unmarshal(raw, &tpl); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]catalog.Code{"DEFAULT_4XX": catalog.CodeNotFound, "DEFAULT_5XX": catalog.CodeUnavailable, "THROTTLED": catalog.CodeThrottled}
+	got := tpl.Resources.Api.Properties.GatewayResponses
+	if len(got) != len(want) {
+		t.Fatalf("gateway responses %v", got)
+	}
+	for kind, code := range want {
+		body := got[kind].ResponseTemplates["application/json"]
+		if !strings.HasPrefix(body, fmt.Sprintf(`{"cod_error":%d,"ex_execsql":`, code)) {
+			t.Errorf("%s answers %s, want cod_error %d", kind, body, code)
 		}
 	}
 }

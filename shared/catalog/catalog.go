@@ -95,12 +95,3 @@ func (c *Catalog) Lookup(clave string) (*Operation, bool) {
 	op, ok := c.ops[clave]
 	return op, ok
 }
-
-// Operations lists the catalog's operations (in no particular order).
-func (c *Catalog) Operations() []*Operation {
-	out := make([]*Operation, 0, len(c.ops))
-	for _, op := range c.ops {
-		out = append(out, op)
-	}
-	return out
-}

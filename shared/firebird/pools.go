@@ -87,16 +87,6 @@ func (p *Pools) discard(instance string, db *sql.DB) {
 	}
 }
 
-// Drop forgets an instance's pool, e.g. after its credentials were rotated.
-func (p *Pools) Drop(instance string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if cur, ok := p.pools[instance]; ok {
-		delete(p.pools, instance)
-		go cur.db.Close()
-	}
-}
-
 // Close closes every pool.
 func (p *Pools) Close() error {
 	p.mu.Lock()

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strings"
 
 	"github.com/erp-gateway/gateway/shared/firebird"
 )
@@ -60,7 +61,7 @@ func scrub(err error) error {
 	if errors.As(err, &syn) || errors.As(err, &typ) {
 		return err
 	}
-	if bytes.HasPrefix([]byte(err.Error()), []byte("json: unknown field")) {
+	if strings.HasPrefix(err.Error(), "json: unknown field") {
 		return err
 	}
 	return errors.New("not a valid JSON object")
