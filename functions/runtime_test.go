@@ -166,6 +166,14 @@ func TestBootstrapBinariesAgainstTheRuntimeAPI(t *testing.T) {
 		if resp.StatusCode != 200 || !strings.Contains(resp.Body, `"CODIGO":"REF0002"`) {
 			t.Fatalf("second read: %+v", resp)
 		}
+		resp, _ = api.invoke(restEvent(t, apiPath+"executequery", `{"CLAVE":"Get_Terceros","CODIGO":"10104729"}`, nil))
+		if resp.StatusCode != 200 || !strings.Contains(resp.Body, `"NOMBRE":"María José Gómez Ávila"`) {
+			t.Fatalf("third party: %+v", resp)
+		}
+		resp, _ = api.invoke(restEvent(t, apiPath+"executequery", `{"CLAVE":"Get_Gestion_Primario","TIPO":"FV","PREFIJO":"FE","NUMERO":"1000"}`, nil))
+		if resp.StatusCode != 200 || !strings.Contains(resp.Body, `"TOTAL":3131787.13`) {
+			t.Fatalf("document: %+v", resp)
+		}
 		resp, _ = api.invoke(restEvent(t, apiPath+"executequery", `{"CLAVE":"Get_Terceros","CODIGO":"NADIE"}`, nil))
 		if resp.StatusCode != 200 || !strings.Contains(resp.Body, `***EL TERCERO NADIE NO EXISTE***`) {
 			t.Fatalf("not found: %+v", resp)

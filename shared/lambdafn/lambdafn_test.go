@@ -142,7 +142,7 @@ func TestInstancesFromSecretsManager(t *testing.T) {
 	sm.mu.Lock()
 	sm.secrets[prefix+"roto"] = `{"host":"h","password":"leaked-if-echoed"` // not JSON
 	sm.mu.Unlock()
-	fn := newFunction(t, "500ms")
+	fn := newFunction(t, "1500ms")
 
 	expect := func(instance, token string, status int, contains string) {
 		t.Helper()
@@ -184,9 +184,13 @@ func TestInstancesFromSecretsManager(t *testing.T) {
 	t.Run("a malformed secret answers 503 without its content", func(t *testing.T) {
 		expect("roto", tokenNorte, 503, `"cod_error":1202`)
 	})
-	t.Run("expiry", func(t *testing.T) {
-		time.Sleep(600 * time.Millisecond)
-		expect("norte", tokenNorte, 200, `"data"`)
+	t.Run("expiry picks up a moved database", func(t *testing.T) {
+		// The instance moves to the other database; until the TTL runs out
+		// the cached document still serves the old one.
+		sm.put(t, "norte", tenants.Instance{Config: fbtest.Other(t), Tokens: []string{tenants.HashToken(tokenNorte)}})
+		expect("norte", tokenNorte, 200, `"EMPRESA":"Distribuciones Andinas S.A.S."`)
+		time.Sleep(1600 * time.Millisecond)
+		expect("norte", tokenNorte, 200, `"EMPRESA":"Exportadora Café Señorial S.A."`)
 		if n := sm.callsFor("norte"); n != 2 {
 			t.Fatalf("%d calls for norte after the TTL, want 2", n)
 		}
