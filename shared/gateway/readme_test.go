@@ -37,6 +37,12 @@ func TestREADMEExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	inst.Config = fbtest.Demo(t)
+	// The Set_Terceros example creates this third party; start without it so
+	// the test can run again on the same database.
+	admin := fbtest.Open(t, fbtest.Admin(t, inst.Config))
+	if _, err := admin.ExecContext(context.Background(), "DELETE FROM TERCEROS WHERE CODIGO = '901234567'"); err != nil {
+		t.Fatal(err)
+	}
 	e := newEnv(t, gateway.Config{}, map[string]any{"demo": inst})
 	for _, ex := range examples {
 		auth, p, body, want := string(ex[1]), string(ex[2]), string(ex[3]), string(ex[4])
