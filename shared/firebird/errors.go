@@ -16,8 +16,6 @@ import (
 // database's text, one line per status-vector entry.
 type Exception struct {
 	Lines []string
-	// GDSCode is the first code of the status vector, for logs.
-	GDSCode int
 }
 
 func (e *Exception) Error() string { return strings.Join(e.Lines, "\n") }
@@ -30,13 +28,22 @@ var ErrUnavailable = errors.New("database unavailable")
 // password, so fresher settings may help.
 var ErrCredentials = fmt.Errorf("%w: credentials refused", ErrUnavailable)
 
-// Status-vector codes for which the database did not answer the call but
-// failed to serve it at all.
+// Status-vector codes of a connection the server closed or lost: a fresh
+// connection may succeed.
+var lostConnectionCodes = []int{
+	firebirdsql.ISCAttShutdown, firebirdsql.ISCLostDbConnection, firebirdsql.ISCNetworkError,
+}
+
+// Status-vector codes, beyond a lost connection, for which the database did
+// not answer the call but failed to serve it at all.
 var unavailableCodes = []int{
-	firebirdsql.ISCIoError, firebirdsql.ISCNetworkError, firebirdsql.ISCShutdown,
-	firebirdsql.ISCAttShutdown, firebirdsql.ISCLostDbConnection, firebirdsql.ISCShutinprog,
+	firebirdsql.ISCIoError, firebirdsql.ISCShutdown, firebirdsql.ISCShutinprog,
 	firebirdsql.ISCUnavailable, firebirdsql.ISCBadDbFormat, firebirdsql.ISCCancelled,
 	firebirdsql.ISCPswAttach,
+}
+
+func hasCode(fb *firebirdsql.FbError, codes []int) bool {
+	return slices.ContainsFunc(fb.GDSCodes, func(c int) bool { return slices.Contains(codes, c) })
 }
 
 // classify turns a driver error into an *Exception or an ErrUnavailable.
@@ -63,14 +70,14 @@ func classify(ctx context.Context, err error) error {
 	switch {
 	case slices.Contains(fb.GDSCodes, firebirdsql.ISCLogin) || slices.Contains(fb.GDSCodes, firebirdsql.ISCLoginError):
 		return fmt.Errorf("%w (gds %v)", ErrCredentials, fb.GDSCodes)
-	case slices.ContainsFunc(fb.GDSCodes, func(c int) bool { return slices.Contains(unavailableCodes, c) }):
+	case hasCode(fb, lostConnectionCodes) || hasCode(fb, unavailableCodes):
 		return fmt.Errorf("%w: gds %v", ErrUnavailable, fb.GDSCodes)
 	case code == firebirdsql.ISCDsqlError || code == firebirdsql.ISCNoPriv:
 		// The procedure is missing, has another signature, or may not be
 		// run: the deployment is wrong, not the request.
 		return fmt.Errorf("%w: the database cannot run the call: %s", ErrUnavailable, oneLine(fb.Message))
 	}
-	return &Exception{Lines: exceptionLines(fb), GDSCode: code}
+	return &Exception{Lines: exceptionLines(fb)}
 }
 
 // exceptionLines is the text of the status vector, one entry a line. For a

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -161,9 +160,7 @@ func connectionLost(ctx context.Context, err error) bool {
 	if !errors.As(err, &fb) {
 		return true
 	}
-	return slices.ContainsFunc(fb.GDSCodes, func(c int) bool {
-		return c == firebirdsql.ISCAttShutdown || c == firebirdsql.ISCLostDbConnection || c == firebirdsql.ISCNetworkError
-	})
+	return hasCode(fb, lostConnectionCodes)
 }
 
 func selectSQL(procedure string, n int) string {
