@@ -18,13 +18,13 @@ export FB_TEST_PASSWORD ?= gateway-demo
 .DEFAULT_GOAL := help
 help:
 	@echo "make run | make test | make serve ADDR=host:port INSTANCES=file | make bench | make lint"
-	@echo "make build | make deploy | make local-api | make token | make demo-reset   (README.md)"
+	@echo "make load | make build | make deploy | make local-api | make token | make demo-reset   (README.md)"
 
 # Mint a bearer token for an instance and print the hash for its document.
 token:
 	@go run ./infra/minttoken
 
-.PHONY: help token run serve test bench lint demo-db demo-reset firebird test-db build deploy local-api build-ExecuteQueryFunction build-ExecuteFunction
+.PHONY: help token run serve test bench load lint demo-db demo-reset firebird test-db build deploy local-api build-ExecuteQueryFunction build-ExecuteFunction
 
 # The Lambda binaries: linux/arm64, static, no RPC shim, stripped.
 LAMBDA_BUILD := GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -ldflags='-s -w' -buildvcs=false
@@ -69,6 +69,15 @@ bench: test-db
 	@FB_TEST_SYSDBA_PASSWORD=$$($(FB) sysdba) go test -run '^$$' -bench . -benchmem -count $(or $(COUNT),3) ./shared/gateway/ | tee bin/bench.txt
 	@awk '/GetReferencias\/raw-2/ {r+=$$3; nr++} /GetReferencias\/raw-deadline/ {d+=$$3; nd++} /GetReferencias\/handler/ {h+=$$3; nh++} \
 	  END {printf "handler / raw = %.2fx; handler / raw-with-deadline = %.2fx (mean of %d runs each)\n", (h/nh)/(r/nr), (h/nh)/(d/nd), nh}' bin/bench.txt
+
+# The local server on the demo database under 1, 4 and 16 clients, against the
+# raw prepared-statement driver loop in the same run; then 5000 mixed requests
+# and what the gateway holds in the database afterwards (MON$ tables, SYSDBA).
+# DURATION per measurement, MIXED=0 skips the mixed phase; the server's log
+# goes to bin/load-server.log.
+load: demo-db
+	@go build -o bin/localserver ./infra/localserver
+	@FB_SYSDBA_PASSWORD=$$($(FB) sysdba) go run ./infra/load -duration $(or $(DURATION),5s) -mixed $(or $(MIXED),5000)
 
 lint:
 	@gofmt -l . | (! grep .) || { echo "gofmt would change the files above"; exit 1; }

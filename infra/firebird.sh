@@ -25,6 +25,8 @@ install() {
 }
 
 start() {
+  # A server a test stopped (SIGSTOP) and did not resume still listens.
+  as_root pkill -CONT -x firebird || true
   listening && return
   as_root mkdir -p /run/firebird3.0
   as_root chown firebird:firebird /run/firebird3.0

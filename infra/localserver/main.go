@@ -42,7 +42,11 @@ func run(addr, instancesPath string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	pools := firebird.NewPools(firebird.Options{})
+	opts, err := firebird.OptionsFromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	pools := firebird.NewPools(opts)
 	defer pools.Close()
 
 	srv := &http.Server{

@@ -31,11 +31,12 @@ const (
 	CodeMethod         Code = 1102 // not POST
 	CodeBadInstance    Code = 1103 // instance name is not well formed
 	// 1104 (unknown instance) is retired: an unknown instance answers 1105.
-	CodeUnauthorized Code = 1105 // no or wrong token, or no such instance
-	CodeUnavailable  Code = 1201 // database unreachable or timed out
-	CodeConfig       Code = 1202 // the instance's settings cannot be read
-	CodeThrottled    Code = 1203 // API Gateway's throttling (template.yaml); never sent by the handler
-	CodeInternal     Code = 1299
+	CodeUnauthorized   Code = 1105 // no or wrong token, or no such instance
+	CodeUnavailable    Code = 1201 // database unreachable or timed out
+	CodeConfig         Code = 1202 // the instance's settings cannot be read
+	CodeThrottled      Code = 1203 // API Gateway's throttling (template.yaml); never sent by the handler
+	CodeOutcomeUnknown Code = 1204 // a write's commit was sent and never confirmed
+	CodeInternal       Code = 1299
 )
 
 // Error is a refusal: a code and a message meant for the integrator.

@@ -2,6 +2,7 @@ package firebird
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -10,8 +11,7 @@ import (
 )
 
 func TestDSNCarriesAwkwardPasswords(t *testing.T) {
-	off := false
-	c := Config{Host: "db.example", Database: "/data/erp.fdb", User: "GATEWAY", Password: "p@ss:w/rd?#&%", Role: "R", WireCrypt: &off}
+	c := Config{Host: "db.example", Database: "/data/erp.fdb", User: "GATEWAY", Password: "p@ss:w/rd?#&%", Role: "R"}
 	u, err := url.Parse(c.DSN())
 	if err != nil {
 		t.Fatal(err)
@@ -22,9 +22,71 @@ func TestDSNCarriesAwkwardPasswords(t *testing.T) {
 	if u.Host != "db.example:3050" || u.Path != "//data/erp.fdb" {
 		t.Fatalf("host %q path %q", u.Host, u.Path)
 	}
-	q := u.Query()
-	if q.Get("charset") != "UTF8" || q.Get("role") != "R" || q.Get("wire_crypt") != "false" {
+	if q := u.Query(); q.Get("role") != "R" {
 		t.Fatalf("query %v", q)
+	}
+}
+
+func TestDSNOptions(t *testing.T) {
+	base := Config{Host: "h", Database: "/d.fdb", User: "u"}
+	tests := []struct {
+		name string
+		doc  string // the instance document's connection settings beyond base
+		want map[string]string
+	}{
+		{"defaults", `{}`, map[string]string{"charset": "UTF8", "wire_crypt": "required", "auth_plugin_name": "Srp256",
+			"auth_plugin_list": "Srp256,Srp", "wire_compress": "false", "timezone": "UTC", "cancel_hard_drop": "true", "cancel_hard_drop_grace": "200"}},
+		{"earlier documents' boolean true", `{"wire_crypt":true}`, map[string]string{"wire_crypt": "enabled"}},
+		{"earlier documents' boolean false", `{"wire_crypt":false}`, map[string]string{"wire_crypt": "disabled"}},
+		{"policy by name", `{"wire_crypt":"enabled"}`, map[string]string{"wire_crypt": "enabled"}},
+		{"legacy auth only when listed", `{"auth_plugin":"Legacy_Auth","auth_plugin_list":"Srp256, Legacy_Auth"}`,
+			map[string]string{"auth_plugin_name": "Legacy_Auth", "auth_plugin_list": "Srp256,Legacy_Auth"}},
+		{"compression and zone", `{"wire_compress":true,"timezone":"America/Bogota","charset":"WIN1252"}`,
+			map[string]string{"wire_compress": "true", "timezone": "America/Bogota", "charset": "WIN1252"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := base
+			if err := json.Unmarshal([]byte(tt.doc), &c); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Check(); err != nil {
+				t.Fatal(err)
+			}
+			u, err := url.Parse(c.DSN())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range tt.want {
+				if got := u.Query().Get(k); got != v {
+					t.Errorf("%s = %q, want %q", k, got, v)
+				}
+			}
+		})
+	}
+}
+
+func TestCheckRefuses(t *testing.T) {
+	tests := []struct{ name, doc, problem string }{
+		{"no host", `{"database":"d","user":"u"}`, "host is required"},
+		{"unknown wire_crypt", `{"host":"h","database":"d","user":"u","wire_crypt":"maybe"}`, "wire_crypt must be"},
+		{"wire_crypt a number", `{"host":"h","database":"d","user":"u","wire_crypt":1}`, "wire_crypt must be"},
+		{"unknown plugin", `{"host":"h","database":"d","user":"u","auth_plugin":"Win_Sspi"}`, "auth_plugin must be"},
+		{"legacy auth not listed", `{"host":"h","database":"d","user":"u","auth_plugin":"Legacy_Auth"}`, "not in auth_plugin_list"},
+		{"unknown plugin listed", `{"host":"h","database":"d","user":"u","auth_plugin_list":"Srp256,Foo"}`, "auth_plugin_list may hold only"},
+		{"unknown zone", `{"host":"h","database":"d","user":"u","timezone":"Mars/Olympus"}`, "timezone must be"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var c Config
+			err := json.Unmarshal([]byte(tt.doc), &c)
+			if err == nil {
+				err = c.Check()
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.problem) {
+				t.Fatalf("got %v, want %q", err, tt.problem)
+			}
+		})
 	}
 }
 

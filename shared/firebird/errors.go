@@ -20,18 +20,29 @@ type Exception struct {
 
 func (e *Exception) Error() string { return strings.Join(e.Lines, "\n") }
 
-// ErrUnavailable means the database could not answer: unreachable, shut down,
-// refusing the credentials, or out of time. The wrapped cause is for logs.
+// ErrUnavailable means the database could not serve the call: unreachable,
+// shut down, refusing the credentials, out of time, or unable to prepare it.
+// Nothing of the call was committed. The wrapped cause is for logs.
 var ErrUnavailable = errors.New("database unavailable")
 
 // ErrCredentials is an ErrUnavailable where the server refused the user or
 // password, so fresher settings may help.
 var ErrCredentials = fmt.Errorf("%w: credentials refused", ErrUnavailable)
 
+// ErrCannotRun is an ErrUnavailable where the database answered but cannot
+// run the call as the catalog states it: the procedure is missing, has
+// another signature, or may not be executed by the gateway's user.
+var ErrCannotRun = fmt.Errorf("%w: the database cannot run the call", ErrUnavailable)
+
+// ErrOutcomeUnknown means a write's commit was sent and never answered: it
+// may or may not have been committed.
+var ErrOutcomeUnknown = errors.New("the outcome of the write is unknown")
+
 // Status-vector codes of a connection the server closed or lost: a fresh
 // connection may succeed.
 var lostConnectionCodes = []int{
 	firebirdsql.ISCAttShutdown, firebirdsql.ISCLostDbConnection, firebirdsql.ISCNetworkError,
+	firebirdsql.ISCNetReadErr, firebirdsql.ISCNetWriteErr,
 }
 
 // Status-vector codes, beyond a lost connection, for which the database did
@@ -39,43 +50,55 @@ var lostConnectionCodes = []int{
 var unavailableCodes = []int{
 	firebirdsql.ISCIoError, firebirdsql.ISCShutdown, firebirdsql.ISCShutinprog,
 	firebirdsql.ISCUnavailable, firebirdsql.ISCBadDbFormat, firebirdsql.ISCCancelled,
-	firebirdsql.ISCPswAttach,
+	firebirdsql.ISCPswAttach, firebirdsql.ISCConnectReject,
 }
 
 func hasCode(fb *firebirdsql.FbError, codes []int) bool {
 	return slices.ContainsFunc(fb.GDSCodes, func(c int) bool { return slices.Contains(codes, c) })
 }
 
-// classify turns a driver error into an *Exception or an ErrUnavailable.
-func classify(ctx context.Context, err error) error {
-	if err == nil {
-		return nil
+// connectionLost tells a dead or broken connection from the database's answer
+// and from the caller's own deadline. A restarted server shows as a plain
+// io.EOF; a connection the server closed (a DBA killing sessions, say) as a
+// status vector.
+func connectionLost(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
 	}
 	var fb *firebirdsql.FbError
 	if !errors.As(err, &fb) {
-		if ctx.Err() != nil {
-			return fmt.Errorf("%w: %w", ErrUnavailable, ctx.Err())
-		}
-		var badURL *url.Error
-		if errors.As(err, &badURL) {
-			// Its text would quote the connection string, password included.
-			return fmt.Errorf("%w: the connection settings cannot be parsed", ErrUnavailable)
-		}
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return true
 	}
-	code := 0
-	if len(fb.GDSCodes) > 0 {
-		code = fb.GDSCodes[0]
-	}
+	return hasCode(fb, lostConnectionCodes)
+}
+
+// classify turns a call's failure into an *Exception, an ErrUnavailable or an
+// ErrOutcomeUnknown, by how far the call got. Only the database's answer to
+// the call itself passes through as an Exception: whatever fails while
+// connecting or preparing is the deployment's problem, not the request's,
+// and its text (file paths, host names) stays in the logs.
+func classify(ctx context.Context, at phase, err error) error {
+	var fb *firebirdsql.FbError
+	isFB := errors.As(err, &fb)
+	var badURL *url.Error
 	switch {
-	case slices.Contains(fb.GDSCodes, firebirdsql.ISCLogin) || slices.Contains(fb.GDSCodes, firebirdsql.ISCLoginError):
+	case errors.As(err, &badURL):
+		// Its text would quote the connection string, password included.
+		return fmt.Errorf("%w: the connection settings cannot be parsed", ErrUnavailable)
+	case isFB && (slices.Contains(fb.GDSCodes, firebirdsql.ISCLogin) || slices.Contains(fb.GDSCodes, firebirdsql.ISCLoginError)):
 		return fmt.Errorf("%w (gds %v)", ErrCredentials, fb.GDSCodes)
+	case at == committing && (!isFB || ctx.Err() != nil || hasCode(fb, lostConnectionCodes)):
+		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+	case ctx.Err() != nil:
+		return fmt.Errorf("%w: %w", ErrUnavailable, ctx.Err())
+	case !isFB:
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	case hasCode(fb, lostConnectionCodes) || hasCode(fb, unavailableCodes):
-		return fmt.Errorf("%w: gds %v", ErrUnavailable, fb.GDSCodes)
-	case code == firebirdsql.ISCDsqlError || code == firebirdsql.ISCNoPriv:
-		// The procedure is missing, has another signature, or may not be
-		// run: the deployment is wrong, not the request.
-		return fmt.Errorf("%w: the database cannot run the call: %s", ErrUnavailable, oneLine(fb.Message))
+		return fmt.Errorf("%w: gds %v: %s", ErrUnavailable, fb.GDSCodes, oneLine(fb.Message))
+	case at == preparing:
+		return fmt.Errorf("%w: gds %v: %s", ErrCannotRun, fb.GDSCodes, oneLine(fb.Message))
+	case at == connecting:
+		return fmt.Errorf("%w: gds %v: %s", ErrUnavailable, fb.GDSCodes, oneLine(fb.Message))
 	}
 	return &Exception{Lines: exceptionLines(fb)}
 }

@@ -215,17 +215,27 @@ func (h *Handler) run(ctx context.Context, t firebird.Target, call catalog.Call)
 		}
 	}
 	var exc *firebird.Exception
+	nothingWritten := ""
+	if call.Op.ReadBack != nil {
+		nothingWritten = "; nothing was written"
+	}
 	switch {
 	case err == nil:
 		return success(set)
 	case errors.As(err, &exc):
 		return h.exception(exc)
+	case errors.Is(err, firebird.ErrOutcomeUnknown):
+		h.log.ErrorContext(ctx, "write outcome unknown", "instance", t.Instance, "clave", call.Op.Clave, "err", err)
+		return refusal(catalog.CodeOutcomeUnknown, "the database of instance "+t.Instance+" did not confirm the write: it may or may not have happened; read the record before retrying")
+	case errors.Is(err, firebird.ErrCannotRun):
+		h.log.ErrorContext(ctx, "database cannot run the operation", "instance", t.Instance, "clave", call.Op.Clave, "err", err)
+		return refusal(catalog.CodeUnavailable, "the database of instance "+t.Instance+" cannot run "+call.Op.Clave+" right now (its procedure is missing, changed or not granted)"+nothingWritten+"; try again later")
 	case errors.Is(err, firebird.ErrUnavailable):
-		h.log.WarnContext(ctx, "database unavailable", "instance", t.Instance, "err", err)
+		h.log.WarnContext(ctx, "database unavailable", "instance", t.Instance, "clave", call.Op.Clave, "err", err)
 		if errors.Is(err, context.DeadlineExceeded) {
-			return refusal(catalog.CodeUnavailable, fmt.Sprintf("the database of instance %s did not answer within %s; try again later", t.Instance, h.cfg.Timeout))
+			return refusal(catalog.CodeUnavailable, fmt.Sprintf("the database of instance %s did not answer within %s%s; try again later", t.Instance, h.cfg.Timeout, nothingWritten))
 		}
-		return refusal(catalog.CodeUnavailable, "the database of instance "+t.Instance+" is not reachable right now; try again later")
+		return refusal(catalog.CodeUnavailable, "the database of instance "+t.Instance+" is not reachable right now"+nothingWritten+"; try again later")
 	default:
 		h.log.ErrorContext(ctx, "call failed", "instance", t.Instance, "err", err)
 		return refusal(catalog.CodeInternal, "internal error")
@@ -249,7 +259,7 @@ func (h *Handler) refreshed(ctx context.Context, t firebird.Target) (tenants.Ins
 		h.log.WarnContext(ctx, "refreshing instance settings", "instance", t.Instance, "err", err)
 		return tenants.Instance{}, false
 	}
-	return fresh, fresh.Config.DSN() != t.Config.DSN()
+	return fresh, fresh.Config != t.Config
 }
 
 func success(set record.Set) outcome {
@@ -280,7 +290,7 @@ func statusOf(code catalog.Code) int {
 		return http.StatusMethodNotAllowed
 	case catalog.CodeUnauthorized:
 		return http.StatusUnauthorized
-	case catalog.CodeUnavailable, catalog.CodeConfig:
+	case catalog.CodeUnavailable, catalog.CodeConfig, catalog.CodeOutcomeUnknown:
 		return http.StatusServiceUnavailable
 	case catalog.CodeInternal:
 		return http.StatusInternalServerError

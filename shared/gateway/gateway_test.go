@@ -349,15 +349,20 @@ func TestUnavailableDatabaseAnswers503WithoutSecrets(t *testing.T) {
 	frozenPort := frozen.Addr().(*net.TCPAddr).Port
 
 	good := fbtest.Demo(t)
-	closedPort, wrongPassword, noFile, frozenCfg := good, good, good, good
+	closedPort, wrongPassword, noFile, noDir, notADatabase, noAlias, frozenCfg := good, good, good, good, good, good, good
 	closedPort.Port = 1
 	wrongPassword.Password = "s3cr3t-wrong-pw"
 	noFile.Database = "/var/lib/firebird/3.0/data/no-such-erp.fdb"
+	noDir.Database = "/srv/no-such-erp-dir/erp.fdb"
+	notADatabase.Database = "/etc/no-such-erp-passwd"
+	noAlias.Database = "no-such-erp-alias"
 	frozenCfg.Port = frozenPort
-	e := newEnv(t, gateway.Config{Timeout: 500 * time.Millisecond}, map[string]any{
-		"closed": anonymous(closedPort), "badpw": anonymous(wrongPassword), "nofile": anonymous(noFile), "frozen": anonymous(frozenCfg),
-	})
-	for _, instance := range []string{"closed", "badpw", "nofile", "frozen"} {
+	instances := map[string]any{
+		"closed": anonymous(closedPort), "badpw": anonymous(wrongPassword), "nofile": anonymous(noFile), "nodir": anonymous(noDir),
+		"notadb": anonymous(notADatabase), "noalias": anonymous(noAlias), "frozen": anonymous(frozenCfg),
+	}
+	e := newEnv(t, gateway.Config{Timeout: 500 * time.Millisecond}, instances)
+	for instance := range instances {
 		t.Run(instance, func(t *testing.T) {
 			start := time.Now()
 			r := e.post(t, path(instance, "executequery"), `{"CLAVE":"Get_Terceros","CODIGO":"1"}`)
@@ -367,7 +372,7 @@ func TestUnavailableDatabaseAnswers503WithoutSecrets(t *testing.T) {
 			if took := time.Since(start); took > 3*time.Second {
 				t.Fatalf("took %s with a 500ms deadline", took)
 			}
-			for _, secret := range []string{good.Password, "s3cr3t-wrong-pw", good.Host, good.Database, "no-such-erp", good.User, fmt.Sprint(frozenPort)} {
+			for _, secret := range []string{good.Password, "s3cr3t-wrong-pw", good.Host, good.Database, "no-such-erp", "/etc", good.User, fmt.Sprint(frozenPort)} {
 				if strings.Contains(r.Raw, secret) {
 					t.Fatalf("response holds %q: %s", secret, r.Raw)
 				}

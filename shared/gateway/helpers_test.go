@@ -47,12 +47,15 @@ func (c *countingDB) Write(ctx context.Context, t firebird.Target, p string, a [
 // env is a handler over real pools and a real instances file.
 type env struct {
 	h   http.Handler
+	cat *catalog.Catalog
+	src *tenants.File
 	db  *countingDB
 	log *strings.Builder
 }
 
 // testOperations adds to the specification's table what only tests use: a
-// procedure returning every Firebird type, and a write whose read-back fails.
+// procedure returning every Firebird type, one that tests alter, and a write
+// whose read-back fails.
 func testOperations() []catalog.Operation {
 	ops := catalog.DefaultOperations()
 	var setTerceros catalog.Operation
@@ -66,10 +69,17 @@ func testOperations() []catalog.Operation {
 	broken.ReadBack = &catalog.ReadBack{Procedure: "REST_SELECT_REFERENCIA", Params: []string{"CODIGO"}}
 	return append(ops,
 		catalog.Operation{Clave: "Get_Tipos", Endpoint: catalog.ExecuteQuery, Procedure: "REST_TEST_TIPOS"},
+		catalog.Operation{Clave: "Get_Version", Endpoint: catalog.ExecuteQuery, Procedure: "REST_TEST_VERSION"},
 		broken)
 }
 
 func newEnv(t testing.TB, cfg gateway.Config, instances map[string]any) *env {
+	t.Helper()
+	return newEnvOpts(t, cfg, firebird.Options{}, instances)
+}
+
+// newEnvOpts is newEnv with pools tuned by opts.
+func newEnvOpts(t testing.TB, cfg gateway.Config, opts firebird.Options, instances map[string]any) *env {
 	t.Helper()
 	data, err := json.Marshal(instances)
 	if err != nil {
@@ -87,12 +97,12 @@ func newEnv(t testing.TB, cfg gateway.Config, instances map[string]any) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pools := firebird.NewPools(firebird.Options{})
+	pools := firebird.NewPools(opts)
 	t.Cleanup(func() { pools.Close() })
 	logs := &strings.Builder{}
 	log := slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	db := &countingDB{Pools: pools}
-	return &env{h: gateway.New(cfg, cat, src, db, log), db: db, log: logs}
+	return &env{h: gateway.New(cfg, cat, src, db, log), cat: cat, src: src, db: db, log: logs}
 }
 
 type lockedWriter struct {

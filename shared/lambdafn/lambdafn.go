@@ -43,10 +43,15 @@ func New(ctx context.Context, endpoint catalog.Endpoint, getenv func(string) str
 	if err != nil {
 		return nil, err
 	}
+	opts, err := firebird.OptionsFromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
 	// An execution environment serves one request at a time: one connection
 	// per instance is all it uses, so reserved concurrency caps the
 	// connections into each customer's Firebird.
-	pools := firebird.NewPools(firebird.Options{MaxConns: 1})
+	opts.MaxConns = 1
+	pools := firebird.NewPools(opts)
 	h := gateway.New(cfg, catalog.Default(), instances, pools, log)
 	return &Function{adapter: httpadapter.New(h), pools: pools, log: log}, nil
 }

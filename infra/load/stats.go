@@ -1,0 +1,134 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// result is one measurement: one kind of client at one client count.
+type result struct {
+	kind      string // "raw" or "http"
+	clients   int
+	elapsed   time.Duration
+	latencies []time.Duration // of the successful calls, sorted
+	cpu       time.Duration   // the Firebird server's, over the measurement
+	cpuKnown  bool
+	errors    int
+	firstErr  error
+}
+
+func (r result) perSecond() float64 {
+	return float64(len(r.latencies)) / r.elapsed.Seconds()
+}
+
+// percentile is the nearest-rank percentile of the latencies.
+func (r result) percentile(p float64) time.Duration {
+	if len(r.latencies) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p/100*float64(len(r.latencies)))) - 1
+	return r.latencies[max(i, 0)]
+}
+
+func (r result) cpuPerRequest() (time.Duration, bool) {
+	if !r.cpuKnown || len(r.latencies) == 0 {
+		return 0, false
+	}
+	return r.cpu / time.Duration(len(r.latencies)), true
+}
+
+// printTable prints raw and http side by side; results holds a raw result
+// followed by the http result of the same client count.
+func printTable(w io.Writer, results []result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "clients\tkind\treq/s\tp50\tp99\tratio(http/raw)\tfirebird CPU/req")
+	var raw result
+	for _, r := range results {
+		ratio, cpu := "-", "n/a"
+		perReq, ok := r.cpuPerRequest()
+		if ok {
+			cpu = ms(perReq)
+		}
+		if r.kind == "raw" {
+			raw = r
+		} else {
+			if raw.perSecond() > 0 {
+				ratio = fmt.Sprintf("%.2f", r.perSecond()/raw.perSecond())
+			}
+			if rawPerReq, rawOK := raw.cpuPerRequest(); ok && rawOK && rawPerReq > 0 {
+				cpu += fmt.Sprintf(" (%.2fx raw)", float64(perReq)/float64(rawPerReq))
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%.0f\t%s\t%s\t%s\t%s\n",
+			r.clients, r.kind, r.perSecond(), ms(r.percentile(50)), ms(r.percentile(99)), ratio, cpu)
+	}
+	return tw.Flush()
+}
+
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+}
+
+// clockTicksPerSecond is sysconf(_SC_CLK_TCK), the unit of /proc/<pid>/stat's
+// CPU times: 100 on every Linux architecture Go supports, and reading it for
+// real would need cgo.
+const clockTicksPerSecond = 100
+
+// firebirdCPU is the CPU time (user + system) the Firebird server processes
+// have used so far, summed because Classic Server runs one per attachment.
+func firebirdCPU() (time.Duration, error) {
+	dirs, err := filepath.Glob("/proc/[0-9]*")
+	if err != nil {
+		return 0, err
+	}
+	var total time.Duration
+	found := false
+	for _, dir := range dirs {
+		comm, err := os.ReadFile(filepath.Join(dir, "comm"))
+		if err != nil || strings.TrimSpace(string(comm)) != "firebird" {
+			continue // most processes are not Firebird; some exit while we scan
+		}
+		cpu, err := processCPU(filepath.Join(dir, "stat"))
+		if err != nil {
+			return 0, err
+		}
+		total += cpu
+		found = true
+	}
+	if !found {
+		return 0, errors.New("no process named firebird on this machine")
+	}
+	return total, nil
+}
+
+// processCPU reads utime and stime, fields 14 and 15 of a /proc/<pid>/stat.
+func processCPU(statPath string) (time.Duration, error) {
+	data, err := os.ReadFile(statPath)
+	if err != nil {
+		return 0, fmt.Errorf("firebird CPU: %w", err)
+	}
+	// Field 2, the command, is in parentheses and may hold spaces, so count
+	// from the last ")": what follows starts at field 3.
+	end := strings.LastIndexByte(string(data), ')')
+	fields := strings.Fields(string(data[end+1:]))
+	if end < 0 || len(fields) < 13 {
+		return 0, fmt.Errorf("firebird CPU: %s: unexpected format", statPath)
+	}
+	var ticks int64
+	for _, f := range fields[11:13] {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("firebird CPU: %s: %w", statPath, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicksPerSecond, nil
+}

@@ -1,0 +1,405 @@
+package firebird
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/erp-gateway/gateway/shared/record"
+)
+
+// How long a call may outlive its context before it is abandoned: the driver
+// closes the socket of a read that op_cancel did not end after
+// hardDropGrace (the DSN's cancel_hard_drop_grace), so a call normally
+// returns within that; abandonGrace is the backstop for every other path.
+const (
+	hardDropGrace = 200 * time.Millisecond
+	abandonGrace  = 300 * time.Millisecond
+	// idlePing bounds the check of a connection idle longer than
+	// Options.ConnMaxIdle; a flow the network dropped silently fails it.
+	idlePing = time.Second
+)
+
+// phase is how far a call got, which decides what its failure means.
+type phase int32
+
+const (
+	connecting phase = iota // acquiring, checking, beginning: the procedure has not run
+	preparing               // preparing a statement: the procedure has not run
+	executing               // the procedure runs or ran; nothing is committed
+	committing              // a write's commit was sent: until it answers, its outcome is unknown
+)
+
+// Read runs a selectable procedure in a read-only transaction and returns all
+// its rows.
+func (p *Pools) Read(ctx context.Context, t Target, procedure string, args []any) (record.Set, error) {
+	query := selectSQL(procedure, len(args))
+	return p.do(ctx, t, false, func(ctx context.Context, s *session) (record.Set, error) {
+		return s.query(ctx, query, args)
+	})
+}
+
+// Write runs an executable procedure and then the read-back procedure in one
+// read-write transaction, and commits only when both succeeded.
+func (p *Pools) Write(ctx context.Context, t Target, procedure string, args []any, readBack string, readArgs []any) (record.Set, error) {
+	exec, query := executeSQL(procedure, len(args)), selectSQL(readBack, len(readArgs))
+	return p.do(ctx, t, true, func(ctx context.Context, s *session) (record.Set, error) {
+		if err := s.exec(ctx, exec, args); err != nil {
+			return record.Set{}, err
+		}
+		return s.query(ctx, query, readArgs)
+	})
+}
+
+// do runs body in a transaction on one of the instance's connections. A call
+// that finds its connection dead before a commit was sent is retried once on
+// a fresh pool: nothing of it can have been committed.
+func (p *Pools) do(ctx context.Context, t Target, write bool, body func(context.Context, *session) (record.Set, error)) (record.Set, error) {
+	for attempt := 0; ; attempt++ {
+		cur, err := p.get(t)
+		if err != nil {
+			return record.Set{}, err
+		}
+		var at atomic.Int32
+		set, err := guard(ctx, func() (record.Set, error) { return cur.run(ctx, p.opts, write, &at, body) })
+		if err == nil {
+			return set, nil
+		}
+		ph := phase(at.Load())
+		if attempt == 0 && ph < committing && connectionLost(ctx, err) {
+			p.discard(t.Instance, cur)
+			continue
+		}
+		return record.Set{}, classify(ctx, ph, err)
+	}
+}
+
+// guard returns work's result, or gives up on it shortly after ctx ends:
+// whatever the driver's cleanup waits for, the caller answers in time. An
+// abandoned call finishes in the background and returns its connection,
+// closed, to the pool.
+func guard(ctx context.Context, work func() (record.Set, error)) (record.Set, error) {
+	type result struct {
+		set record.Set
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- result{err: fmt.Errorf("firebird: panic in a call: %v", p)}
+			}
+		}()
+		set, err := work()
+		done <- result{set, err}
+	}()
+	select {
+	case r := <-done:
+		return r.set, r.err
+	case <-ctx.Done():
+	}
+	timer := time.NewTimer(abandonGrace)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		return r.set, r.err
+	case <-timer.C:
+		return record.Set{}, fmt.Errorf("abandoned after the deadline: %w", ctx.Err())
+	}
+}
+
+// run takes a connection from the pool for one call.
+func (cur *pool) run(ctx context.Context, opts Options, write bool, at *atomic.Int32, body func(context.Context, *session) (record.Set, error)) (record.Set, error) {
+	sc, err := cur.db.Conn(ctx)
+	if err != nil {
+		return record.Set{}, err
+	}
+	defer sc.Close() // back to the pool, or closed if the call left it broken
+	var set record.Set
+	err = sc.Raw(func(dc any) error {
+		c, ok := dc.(*conn)
+		if !ok {
+			return fmt.Errorf("firebird: pool connection of type %T", dc)
+		}
+		set, err = c.call(ctx, opts, write, at, body)
+		return err
+	})
+	return set, err
+}
+
+// call runs body on the connection and leaves no transaction of consequence
+// behind, on every path.
+//
+// Reads run in the connection's read transaction, READ COMMITTED READ ONLY,
+// kept between calls for the connection's life: Firebird 3 starts such a
+// transaction pre-committed, so it holds back neither the oldest active
+// transaction nor garbage collection, and each statement in it sees what is
+// committed when it starts. Keeping it saves a begin and a commit, two of
+// the four round trips of a read, and about a quarter of the server's CPU
+// per read (README, "Measurements").
+//
+// Writes end the read transaction, then run in a READ COMMITTED WAIT
+// transaction of their own, committed or rolled back before call returns.
+// When the wire is in an unknown state the connection is marked broken
+// instead: the pool drops its socket and the server rolls back.
+func (c *conn) call(ctx context.Context, opts Options, write bool, at *atomic.Int32, body func(context.Context, *session) (record.Set, error)) (record.Set, error) {
+	fc, err := c.fb()
+	if err != nil {
+		return record.Set{}, err
+	}
+	defer func() { c.used = time.Now() }()
+	if time.Since(c.used) > opts.ConnMaxIdle {
+		if err := c.ping(ctx, fc); err != nil {
+			return record.Set{}, err
+		}
+	}
+	s := &session{conn: c, fc: fc, at: at}
+	if !write {
+		if c.read == nil {
+			tx, err := fc.BeginTx(ctx, txOptions(false))
+			if err != nil {
+				c.settle(ctx, fc, err)
+				return record.Set{}, err
+			}
+			c.read = tx
+		}
+		set, err := body(ctx, s)
+		if err != nil {
+			// A failed statement is undone on its own; the transaction
+			// stays usable when the connection does.
+			c.settle(ctx, fc, err)
+			return record.Set{}, err
+		}
+		return set, nil
+	}
+
+	if err := c.endRead(); err != nil {
+		return record.Set{}, err
+	}
+	tx, err := fc.BeginTx(ctx, txOptions(true))
+	if err != nil {
+		c.settle(ctx, fc, err)
+		return record.Set{}, err
+	}
+	set, err := body(ctx, s)
+	if err != nil {
+		if c.settle(ctx, fc, err) && tx.Rollback() != nil {
+			c.broken = true
+		}
+		return record.Set{}, err
+	}
+	at.Store(int32(committing))
+	if err := tx.Commit(); err != nil {
+		c.settle(ctx, fc, err)
+		return record.Set{}, err
+	}
+	return set, nil
+}
+
+// endRead ends the connection's read transaction, if any. Rollback rather
+// than Commit: for a read-only transaction they are the same, and the
+// driver bounds Commit by the context of the call that began it, long gone.
+func (c *conn) endRead() error {
+	if c.read == nil {
+		return nil
+	}
+	tx := c.read
+	c.read = nil
+	if err := tx.Rollback(); err != nil {
+		c.broken = true
+		return fmt.Errorf("ending the read transaction: %w: %w", err, driver.ErrBadConn)
+	}
+	return nil
+}
+
+// txOptions: READ COMMITTED, read-only for reads. Writes WAIT for locks, so
+// concurrent inserts of one key wait for each other and get the database's
+// answer (the deadline bounds the wait).
+func txOptions(write bool) driver.TxOptions {
+	return driver.TxOptions{Isolation: driver.IsolationLevel(sql.LevelReadCommitted), ReadOnly: !write}
+}
+
+// ping checks a connection that sat idle long enough for the network to have
+// dropped its flow.
+func (c *conn) ping(ctx context.Context, fc driverConn) error {
+	pctx, cancel := context.WithTimeout(ctx, idlePing)
+	defer cancel()
+	if err := fc.Ping(pctx); err != nil {
+		c.broken = true
+		if ctx.Err() == nil {
+			// The caller's time is not up: a lost connection, retried.
+			return fmt.Errorf("idle connection failed its check: %w", driver.ErrBadConn)
+		}
+		return err
+	}
+	return nil
+}
+
+// settle judges the connection after err and reports whether it can still
+// talk: not when the deadline passed or the wire is out of step.
+func (c *conn) settle(ctx context.Context, fc driverConn, err error) bool {
+	if ctx.Err() != nil || !fc.IsValid() || connectionLost(ctx, err) {
+		c.broken = true
+	}
+	return !c.broken
+}
+
+// session is what a call's body runs statements with.
+type session struct {
+	conn *conn
+	fc   driverConn
+	at   *atomic.Int32
+}
+
+func (s *session) prepare(ctx context.Context, query string) (*stmt, error) {
+	s.at.Store(int32(preparing))
+	st, err := s.conn.statement(ctx, s.fc, query)
+	if err != nil {
+		return nil, err
+	}
+	s.at.Store(int32(executing))
+	return st, nil
+}
+
+// failed keeps a statement after the procedure's own refusal (an exception, a
+// constraint) and drops it after anything else, so it is prepared anew.
+func (s *session) failed(ctx context.Context, query string, err error) error {
+	var exc *Exception
+	if !errors.As(classify(ctx, executing, err), &exc) && s.conn.settle(ctx, s.fc, err) {
+		s.conn.forget(query)
+	}
+	return err
+}
+
+func (s *session) exec(ctx context.Context, query string, args []any) error {
+	st, err := s.prepare(ctx, query)
+	if err != nil {
+		return err
+	}
+	ex, ok := st.Stmt.(driver.StmtExecContext)
+	if !ok {
+		return errors.New("firebird: statement cannot execute with a context")
+	}
+	if _, err := ex.ExecContext(ctx, named(args)); err != nil {
+		return s.failed(ctx, query, err)
+	}
+	return nil
+}
+
+func (s *session) query(ctx context.Context, query string, args []any) (record.Set, error) {
+	st, err := s.prepare(ctx, query)
+	if err != nil {
+		return record.Set{}, err
+	}
+	qc, ok := st.Stmt.(driver.StmtQueryContext)
+	if !ok {
+		return record.Set{}, errors.New("firebird: statement cannot query with a context")
+	}
+	rows, err := qc.QueryContext(ctx, named(args))
+	if err != nil {
+		return record.Set{}, s.failed(ctx, query, err)
+	}
+	set, err := collect(rows)
+	if err != nil {
+		if s.conn.settle(ctx, s.fc, err) {
+			rows.Close() //nolint:errcheck // the fetch's error is the one to report
+		}
+		return record.Set{}, s.failed(ctx, query, err)
+	}
+	// Closes the cursor and keeps the statement for the next call.
+	if err := rows.Close(); err != nil {
+		return record.Set{}, s.failed(ctx, query, err)
+	}
+	return set, nil
+}
+
+func named(args []any) []driver.NamedValue {
+	nv := make([]driver.NamedValue, len(args))
+	for i, a := range args {
+		nv[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
+	}
+	return nv
+}
+
+func selectSQL(procedure string, n int) string {
+	return "SELECT * FROM " + procedure + placeholders(n)
+}
+
+func executeSQL(procedure string, n int) string {
+	return "EXECUTE PROCEDURE " + procedure + placeholders(n)
+}
+
+func placeholders(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return "(" + strings.Repeat("?, ", n-1) + "?)"
+}
+
+// collect reads every row; a procedure's exception can arrive with the first
+// fetch rather than with the execute.
+func collect(rows driver.Rows) (record.Set, error) {
+	names := rows.Columns()
+	set := record.Set{Columns: make([]record.Column, len(names))}
+	for i, name := range names {
+		set.Columns[i] = record.Column{Name: name, Kind: kindOf(rows, i)}
+	}
+	dest := make([]driver.Value, len(names))
+	for {
+		if err := rows.Next(dest); err != nil {
+			if errors.Is(err, io.EOF) {
+				return set, nil
+			}
+			return record.Set{}, err
+		}
+		row := make([]any, len(dest))
+		for i, v := range dest {
+			if b, ok := v.([]byte); ok {
+				v = append([]byte(nil), b...) // the driver may reuse its buffer
+			}
+			row[i] = v
+		}
+		set.Rows = append(set.Rows, row)
+	}
+}
+
+func kindOf(rows driver.Rows, i int) record.Kind {
+	tn, ok := rows.(driver.RowsColumnTypeDatabaseTypeName)
+	if !ok {
+		return record.Text
+	}
+	switch tn.ColumnTypeDatabaseTypeName(i) {
+	case "SHORT", "LONG", "INT64", "INT128":
+		if ps, ok := rows.(driver.RowsColumnTypePrecisionScale); ok {
+			if _, scale, ok := ps.ColumnTypePrecisionScale(i); ok && scale < 0 {
+				return record.Decimal
+			}
+		}
+		return record.Integer
+	case "DECFLOAT", "DEC16", "DEC34":
+		return record.Decimal
+	case "DOUBLE", "D_FLOAT":
+		return record.Float64
+	case "FLOAT":
+		return record.Float32
+	case "BOOLEAN":
+		return record.Boolean
+	case "DATE":
+		return record.Date
+	case "TIME", "TIME WITH TIMEZONE", "TIME WITH TIME ZONE":
+		return record.Time
+	case "TIMESTAMP", "TIMESTAMP WITH TIMEZONE", "TIMESTAMP WITH TIME ZONE":
+		return record.Timestamp
+	case "BLOB":
+		// Text BLOBs arrive as string and are encoded as text whatever the
+		// kind; only binary ones arrive as []byte.
+		return record.Binary
+	}
+	return record.Text
+}

@@ -1,0 +1,165 @@
+package firebird
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// connector opens the driver's connections wrapped in *conn, so that each one
+// carries the statements prepared on it. database/sql stays the pool: it caps
+// and recycles connections and hands one to each call.
+type connector struct {
+	driver  driver.Connector
+	maxStmt int
+}
+
+// newConnector returns a connector for dsn. database/sql knows the driver only
+// by its registered name, so a DB that never dials hands the driver over.
+func newConnector(dsn string, maxStmt int) (*connector, error) {
+	probe, err := sql.Open("firebirdsql", dsn)
+	if err != nil {
+		return nil, err
+	}
+	defer probe.Close()
+	dc, ok := probe.Driver().(driver.DriverContext)
+	if !ok {
+		return nil, fmt.Errorf("the firebirdsql driver has no connector")
+	}
+	inner, err := dc.OpenConnector(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return &connector{driver: inner, maxStmt: maxStmt}, nil
+}
+
+func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
+	dc, err := c.driver.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &conn{inner: dc, stmts: make(map[string]*stmt), max: c.maxStmt, used: time.Now()}, nil
+}
+
+func (c *connector) Driver() driver.Driver { return c.driver.Driver() }
+
+// The driver's connection offers all of these; conn relies on them.
+type driverConn interface {
+	driver.Conn
+	driver.ConnBeginTx
+	driver.ConnPrepareContext
+	driver.Validator
+	driver.Pinger
+}
+
+// conn is one attachment and the statements prepared on it. Only the call
+// holding it (through sql.Conn.Raw) touches it.
+type conn struct {
+	inner  driver.Conn
+	stmts  map[string]*stmt
+	max    int
+	used   time.Time // end of the last call
+	broken bool      // the wire is in an unknown state: never reuse
+	read   driver.Tx // the transaction reads run in (conn.call)
+}
+
+// stmt is a statement prepared on a conn, reused for the conn's life.
+type stmt struct {
+	driver.Stmt
+	prepared time.Time
+}
+
+func (c *conn) fb() (driverConn, error) {
+	fc, ok := c.inner.(driverConn)
+	if !ok {
+		return nil, fmt.Errorf("the firebirdsql connection lacks a database/sql interface this gateway needs")
+	}
+	return fc, nil
+}
+
+// IsValid lets database/sql drop a connection a call left broken.
+func (c *conn) IsValid() bool {
+	v, ok := c.inner.(driver.Validator)
+	return !c.broken && (!ok || v.IsValid())
+}
+
+// Prepare and Begin complete driver.Conn. Calls never reach them: they
+// prepare and begin on the driver's connection, inside Raw.
+func (c *conn) Prepare(string) (driver.Stmt, error) { return nil, errNotThroughDatabaseSQL }
+func (c *conn) Begin() (driver.Tx, error)           { return nil, errNotThroughDatabaseSQL }
+
+var errNotThroughDatabaseSQL = errors.New("firebird: statements run through Pools, not database/sql")
+
+// Close drops the attachment's socket rather than detaching politely: the
+// driver's polite close rolls back every transaction the connection ever ran
+// (it keeps them all) and then detaches, each a round trip bounded only by a
+// 10 s teardown timeout, so a long-lived connection or a silent network would
+// hold the caller for seconds to hours. Every transaction of ours has ended
+// by then; the server frees the attachment when the socket closes, as it does
+// when Lambda discards an execution environment.
+func (c *conn) Close() error {
+	if fc, ok := c.inner.(driverConn); ok && fc.IsValid() {
+		// A ping whose deadline has already passed fails before it writes,
+		// and leaves the wire marked out of step: the driver's Close then
+		// only closes the socket.
+		_ = fc.Ping(expired{})
+	}
+	return c.inner.Close()
+}
+
+// expired is a context whose deadline has passed but which is not done: the
+// driver checks Err before it starts (nil here), then arms the socket with
+// the deadline, so the first write fails at once.
+type expired struct{}
+
+func (expired) Deadline() (time.Time, bool) { return time.Unix(1, 0), true }
+func (expired) Done() <-chan struct{}       { return make(chan struct{}) }
+func (expired) Err() error                  { return nil }
+func (expired) Value(any) any               { return nil }
+
+// statement returns the connection's prepared statement for query,
+// preparing it on first use. It must run inside a transaction of the
+// caller's: the driver prepares and frees statements in the connection's
+// current transaction.
+func (c *conn) statement(ctx context.Context, fc driverConn, query string) (*stmt, error) {
+	if s, ok := c.stmts[query]; ok {
+		return s, nil
+	}
+	if len(c.stmts) >= c.max {
+		c.evictOldest()
+	}
+	ds, err := fc.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	s := &stmt{Stmt: ds, prepared: time.Now()}
+	c.stmts[query] = s
+	return s, nil
+}
+
+// forget frees a statement on the server and drops it from the cache.
+func (c *conn) forget(query string) {
+	if s, ok := c.stmts[query]; ok {
+		delete(c.stmts, query)
+		_ = s.Close() // a failure leaves the connection to be judged by IsValid
+	}
+}
+
+func (c *conn) evictOldest() {
+	var oldest string
+	var at time.Time
+	for q, s := range c.stmts {
+		if at.IsZero() || s.prepared.Before(at) {
+			oldest, at = q, s.prepared
+		}
+	}
+	c.forget(oldest)
+}
+
+var (
+	_ driver.Connector = (*connector)(nil)
+	_ driver.Validator = (*conn)(nil)
+)

@@ -1,0 +1,337 @@
+package gateway_test
+
+// Being a good guest in the customer's database (README, "Connections"):
+// transactions that end, statements prepared once, deadlines that hold.
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/fbtest"
+	"github.com/erp-gateway/gateway/shared/firebird"
+	"github.com/erp-gateway/gateway/shared/gateway"
+)
+
+// gatewayState is what the gateway's user holds in the database.
+type gatewayState struct {
+	transactions, readWrite, statements, attachments, nextMinusOAT int
+}
+
+func stateOf(t testing.TB, admin *sql.DB) gatewayState {
+	t.Helper()
+	const user = "(SELECT a.MON$ATTACHMENT_ID FROM MON$ATTACHMENTS a WHERE a.MON$USER = 'GATEWAY')"
+	return gatewayState{
+		transactions: count(t, admin, "SELECT COUNT(*) FROM MON$TRANSACTIONS WHERE MON$ATTACHMENT_ID IN "+user),
+		readWrite:    count(t, admin, "SELECT COUNT(*) FROM MON$TRANSACTIONS WHERE MON$READ_ONLY = 0 AND MON$ATTACHMENT_ID IN "+user),
+		statements:   count(t, admin, "SELECT COUNT(*) FROM MON$STATEMENTS WHERE MON$ATTACHMENT_ID IN "+user),
+		attachments:  count(t, admin, "SELECT COUNT(*) FROM MON$ATTACHMENTS WHERE MON$USER = 'GATEWAY'"),
+		nextMinusOAT: count(t, admin, "SELECT MON$NEXT_TRANSACTION - MON$OLDEST_ACTIVE FROM MON$DATABASE"),
+	}
+}
+
+// noGatewayAttachments waits for the attachments earlier tests dropped to
+// leave, so the counts below are this test's.
+func noGatewayAttachments(t testing.TB, admin *sql.DB) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if count(t, admin, "SELECT COUNT(*) FROM MON$ATTACHMENTS WHERE MON$USER = 'GATEWAY'") == 0 {
+			return
+		}
+	}
+	t.Fatal("attachments of GATEWAY from earlier tests are still there")
+}
+
+func TestMixedLoadLeavesNoTransactionOpen(t *testing.T) {
+	admin := fbtest.Open(t, fbtest.Admin(t, fbtest.Demo(t)))
+	noGatewayAttachments(t, admin)
+	e := newEnv(t, gateway.Config{}, map[string]any{"demo": anonymous(fbtest.Demo(t))})
+	srv := httptest.NewServer(e.h)
+	defer srv.Close()
+
+	// Found, not found, inserts, duplicates and refusals, 16 at a time.
+	dup := newCode()
+	mixed := func(i int) (endpoint, body string, status int) {
+		switch i % 6 {
+		case 0:
+			return "executequery", `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`, 200
+		case 1:
+			return "executequery", fmt.Sprintf(`{"CLAVE":"Get_Terceros","CODIGO":"NADIE%d"}`, i), 200
+		case 2:
+			return "executequery", `{"CLAVE":"Get_Gestion_Primario","TIPO":"FV","PREFIJO":"FE","NUMERO":"1000"}`, 200
+		case 3:
+			return "execute", setTerceros(newCode()), 200
+		case 4:
+			return "execute", setTerceros(dup), 200
+		}
+		return "executequery", `{"CLAVE":"Get_Terceros","CODIGO":12}`, 400
+	}
+	load := func(n int) {
+		t.Helper()
+		var wg sync.WaitGroup
+		next := make(chan int)
+		for range 16 {
+			wg.Go(func() {
+				for i := range next {
+					endpoint, body, want := mixed(i)
+					resp, err := http.Post(srv.URL+path("demo", endpoint), "application/json", strings.NewReader(body))
+					if err != nil {
+						t.Error(err)
+						continue
+					}
+					resp.Body.Close()
+					if resp.StatusCode != want {
+						t.Errorf("%s: status %d, want %d", body, resp.StatusCode, want)
+					}
+				}
+			})
+		}
+		for i := range n {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+	}
+
+	load(600)
+	time.Sleep(time.Second)
+	first := stateOf(t, admin)
+	load(600)
+	time.Sleep(time.Second)
+	second := stateOf(t, admin)
+	t.Logf("after 600 mixed requests: %+v; after 600 more: %+v", first, second)
+
+	const operations, maxConns = 4, 4 // the three reads and Set_Terceros; the default pool cap
+	for _, s := range []gatewayState{first, second} {
+		// At most each connection's read transaction, read-only and
+		// pre-committed; never a read-write one.
+		if s.readWrite != 0 || s.transactions > s.attachments {
+			t.Errorf("the gateway keeps %d transactions open (%d read-write) on %d attachments", s.transactions, s.readWrite, s.attachments)
+		}
+		if s.nextMinusOAT > 5 {
+			t.Errorf("NEXT - OAT = %d: something pins the oldest active transaction", s.nextMinusOAT)
+		}
+		if s.statements > operations*maxConns {
+			t.Errorf("%d open statements, more than %d operations x %d connections", s.statements, operations, maxConns)
+		}
+		if s.attachments > maxConns {
+			t.Errorf("%d attachments, over the pool cap %d", s.attachments, maxConns)
+		}
+	}
+	if second.statements > first.statements {
+		t.Errorf("open statements grew with requests: %d, then %d", first.statements, second.statements)
+	}
+}
+
+// timed posts body and reports the answer and how long it took.
+func timed(t testing.TB, h http.Handler, p, body string) (response, time.Duration) {
+	start := time.Now()
+	r := do(t, h, http.MethodPost, p, body)
+	return r, time.Since(start)
+}
+
+func TestFrozenServerAnswersWithinTheDeadline(t *testing.T) {
+	const timeout = 2 * time.Second
+	e := newEnv(t, gateway.Config{Timeout: timeout}, map[string]any{"demo": anonymous(fbtest.Demo(t))})
+	read := `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`
+	// Warm connections, so that some requests meet a frozen server mid-call
+	// on a pooled connection and others wait for or dial a new one.
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() { e.post(t, path("demo", "executequery"), read) })
+	}
+	wg.Wait()
+
+	thaw := freeze(t)
+	for i := range 8 {
+		wg.Go(func() {
+			p, body := path("demo", "executequery"), read
+			if i%2 == 1 {
+				p, body = path("demo", "execute"), setTerceros(newCode())
+			}
+			r, took := timed(t, e.h, p, body)
+			if r.Status != http.StatusServiceUnavailable || *r.Body.CodError != int(catalog.CodeUnavailable) || took > timeout+500*time.Millisecond {
+				t.Errorf("frozen server: %d %s after %s", r.Status, r.Raw, took)
+			}
+		})
+	}
+	wg.Wait()
+	thaw()
+
+	r, took := timed(t, e.h, path("demo", "executequery"), read)
+	t.Logf("first request after SIGCONT: %d in %s", r.Status, took)
+	if r.Status != http.StatusOK || took > time.Second {
+		t.Fatalf("after SIGCONT: %d %s after %s", r.Status, r.Raw, took)
+	}
+}
+
+func TestLockWaitInsideAProcedureAnswersWithinTheDeadline(t *testing.T) {
+	const timeout = time.Second
+	e := newEnv(t, gateway.Config{Timeout: timeout}, map[string]any{"demo": anonymous(fbtest.Demo(t))})
+	admin := fbtest.Open(t, fbtest.Admin(t, fbtest.Demo(t)))
+	code := newCode()
+	// An ERP user inserts the same code and does not commit: our insert
+	// waits for that lock inside REST_INSERT_TERCEROS.
+	ctx := context.Background()
+	tx, err := admin.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "INSERT INTO TERCEROS (CODIGO, NATURALEZA, DV, CODSOCIEDAD, CODIDENTIDAD, CODMUNICIPIO, CODPAIS) VALUES (?, 'N', '1', 'PN', 'CC', '05001', 'CO')", code); err != nil {
+		t.Fatal(err)
+	}
+	r, took := timed(t, e.h, path("demo", "execute"), setTerceros(code))
+	if r.Status != http.StatusServiceUnavailable || !strings.Contains(*r.Body.ExExecSQL, "nothing was written") || took > timeout+500*time.Millisecond {
+		t.Fatalf("lock wait: %d %s after %s", r.Status, r.Raw, took)
+	}
+	waiting := stateOf(t, admin).readWrite
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	t.Logf("read-write transactions of the gateway while the ERP user held the lock: %d; after: %d", waiting, stateOf(t, admin).readWrite)
+	if r := e.post(t, path("demo", "execute"), setTerceros(code)); r.Status != http.StatusOK || len(r.Body.Data) != 1 {
+		t.Fatalf("once the lock is gone: %d %s", r.Status, r.Raw)
+	}
+}
+
+func TestHalfOpenConnectionAnswersWithinTheDeadline(t *testing.T) {
+	const timeout = time.Second
+	proxy := newProxy(t, "127.0.0.1:3050")
+	cfg := fbtest.Demo(t)
+	cfg.Port = proxy.port()
+	e := newEnv(t, gateway.Config{Timeout: timeout}, map[string]any{"demo": anonymous(cfg)})
+	read := `{"CLAVE":"Get_Terceros","CODIGO":"800000000"}`
+	if r := e.post(t, path("demo", "executequery"), read); r.Status != http.StatusOK {
+		t.Fatalf("through the proxy: %d %s", r.Status, r.Raw)
+	}
+	proxy.blackhole()
+	r, took := timed(t, e.h, path("demo", "executequery"), read)
+	if r.Status != http.StatusServiceUnavailable || took > timeout+500*time.Millisecond {
+		t.Fatalf("half-open connection: %d %s after %s", r.Status, r.Raw, took)
+	}
+	// The connection caught in it is gone; the next request dials anew.
+	if r := e.post(t, path("demo", "executequery"), read); r.Status != http.StatusOK {
+		t.Fatalf("after the half-open connection: %d %s", r.Status, r.Raw)
+	}
+}
+
+func TestSilentlyDroppedIdleConnectionIsReplaced(t *testing.T) {
+	const maxIdle = 300 * time.Millisecond
+	proxy := newProxy(t, "127.0.0.1:3050")
+	cfg := fbtest.Demo(t)
+	cfg.Port = proxy.port()
+	e := newEnvOpts(t, gateway.Config{Timeout: 5 * time.Second}, firebird.Options{ConnMaxIdle: maxIdle},
+		map[string]any{"demo": anonymous(cfg)})
+	read := `{"CLAVE":"Get_Terceros","CODIGO":"800000000"}`
+	if r := e.post(t, path("demo", "executequery"), read); r.Status != http.StatusOK {
+		t.Fatalf("through the proxy: %d %s", r.Status, r.Raw)
+	}
+	// The network forgets the idle flow without telling either end.
+	proxy.blackhole()
+	time.Sleep(2 * maxIdle)
+	r, took := timed(t, e.h, path("demo", "executequery"), read)
+	t.Logf("first request after the idle flow was dropped: %d in %s", r.Status, took)
+	if r.Status != http.StatusOK || len(r.Body.Data) != 1 {
+		t.Fatalf("after a silently dropped idle connection: %d %s", r.Status, r.Raw)
+	}
+}
+
+func TestAlteredProcedureIsServedWithinStmtMaxAge(t *testing.T) {
+	const maxAge = time.Second
+	admin := fbtest.Open(t, fbtest.Admin(t, fbtest.Demo(t)))
+	ddl := func(stmts ...string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		tx, err := admin.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range stmts {
+			if _, err := tx.ExecContext(ctx, s); err != nil {
+				tx.Rollback()
+				t.Fatalf("%s: %v", s, err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatalf("commit: %v", err)
+		}
+	}
+	const create = "CREATE OR ALTER PROCEDURE REST_TEST_VERSION RETURNS (A INTEGER) AS BEGIN A = 1; SUSPEND; END"
+	ddl(create, "GRANT EXECUTE ON PROCEDURE REST_TEST_VERSION TO GATEWAY")
+	e := newEnvOpts(t, gateway.Config{}, firebird.Options{StmtMaxAge: maxAge}, map[string]any{"demo": anonymous(fbtest.Demo(t))})
+	get := func() response { return e.post(t, path("demo", "executequery"), `{"CLAVE":"Get_Version"}`) }
+	if r := get(); r.Raw != `{"cod_error":0,"data":[{"A":1}]}` {
+		t.Fatalf("before: %s", r.Raw)
+	}
+
+	// The ERP's upgrade adds an output column while our statement is
+	// prepared: it is not blocked, and the new column is served within
+	// the statement's maximum age.
+	ddl("ALTER PROCEDURE REST_TEST_VERSION RETURNS (A INTEGER, B VARCHAR(5)) AS BEGIN A = 2; B = 'nuevo'; SUSPEND; END")
+	deadline := time.Now().Add(maxAge + 500*time.Millisecond)
+	for r := get(); r.Raw != `{"cod_error":0,"data":[{"A":2,"B":"nuevo"}]}`; r = get() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s after ALTER PROCEDURE and %s", r.Raw, maxAge)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// Dropped: once the old statement ages out, a clear 503; created again:
+	// served at once.
+	ddl("DROP PROCEDURE REST_TEST_VERSION")
+	time.Sleep(maxAge + 100*time.Millisecond)
+	if r := get(); r.Status != http.StatusServiceUnavailable || !strings.Contains(*r.Body.ExExecSQL, "cannot run Get_Version") {
+		t.Fatalf("after DROP PROCEDURE: %d %s", r.Status, r.Raw)
+	}
+	ddl(create, "GRANT EXECUTE ON PROCEDURE REST_TEST_VERSION TO GATEWAY")
+	if r := get(); r.Raw != `{"cod_error":0,"data":[{"A":1}]}` {
+		t.Fatalf("after CREATE PROCEDURE again: %s", r.Raw)
+	}
+}
+
+func TestWriteWhoseCommitIsNotConfirmed(t *testing.T) {
+	admin := fbtest.Open(t, fbtest.Admin(t, fbtest.Demo(t)))
+	ctx := context.Background()
+	// Commits of transactions that inserted a SLOW... third party take 3 s,
+	// so the commit is sent and its answer does not come in time.
+	for _, s := range []string{
+		`CREATE OR ALTER TRIGGER TEST_SLOW_MARK FOR TERCEROS AFTER INSERT AS BEGIN
+			IF (NEW.CODIGO STARTING WITH 'SLOW') THEN RDB$SET_CONTEXT('USER_TRANSACTION', 'SLOW_COMMIT', '1');
+		END`,
+		`CREATE OR ALTER TRIGGER TEST_SLOW_COMMIT ON TRANSACTION COMMIT AS DECLARE T0 TIMESTAMP; BEGIN
+			IF (RDB$GET_CONTEXT('USER_TRANSACTION', 'SLOW_COMMIT') = '1') THEN BEGIN
+				T0 = CAST('NOW' AS TIMESTAMP);
+				WHILE (DATEDIFF(MILLISECOND FROM T0 TO CAST('NOW' AS TIMESTAMP)) < 3000) DO T0 = T0;
+			END
+		END`,
+	} {
+		if _, err := admin.ExecContext(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, s := range []string{"DROP TRIGGER TEST_SLOW_COMMIT", "DROP TRIGGER TEST_SLOW_MARK"} {
+			if _, err := admin.ExecContext(ctx, s); err != nil {
+				t.Errorf("%s: %v", s, err)
+			}
+		}
+	})
+	const timeout = time.Second
+	e := newEnv(t, gateway.Config{Timeout: timeout}, map[string]any{"demo": anonymous(fbtest.Demo(t))})
+	code := "SLOW" + newCode()[1:11]
+	r, took := timed(t, e.h, path("demo", "execute"), setTerceros(code))
+	if r.Status != http.StatusServiceUnavailable || *r.Body.CodError != int(catalog.CodeOutcomeUnknown) ||
+		!strings.Contains(*r.Body.ExExecSQL, "may or may not have happened") || took > timeout+500*time.Millisecond {
+		t.Fatalf("unconfirmed commit: %d %s after %s", r.Status, r.Raw, took)
+	}
+}
