@@ -1,0 +1,124 @@
+package functions_test
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"os"
+	"regexp"
+	"slices"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/fbtest"
+)
+
+// samLocalEnv is the environment infra/env.json gives both functions under
+// `sam local start-api`.
+func samLocalEnv(t testing.TB) map[string]string {
+	t.Helper()
+	raw, err := os.ReadFile("../infra/env.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env struct{ Parameters map[string]string }
+	if err := json.Unmarshal(raw, &env); err != nil {
+		t.Fatalf("infra/env.json: %v", err)
+	}
+	return env.Parameters
+}
+
+// documents decodes an instances file's content to compare documents as data.
+func documents(t testing.TB, what string, raw []byte) map[string]map[string]any {
+	t.Helper()
+	var docs map[string]map[string]any
+	if err := json.Unmarshal(raw, &docs); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return docs
+}
+
+// TestSamLocalServesTheDemoInstanceOfMakeRun holds infra/env.json to
+// infra/instances.demo.json: the same documents, tokens included, but for
+// the host, which under Docker is the machine running the containers.
+func TestSamLocalServesTheDemoInstanceOfMakeRun(t *testing.T) {
+	raw, err := os.ReadFile("../infra/instances.demo.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := documents(t, "infra/instances.demo.json", raw)
+	got := documents(t, "GATEWAY_INSTANCES_JSON of infra/env.json", []byte(samLocalEnv(t)["GATEWAY_INSTANCES_JSON"]))
+	if len(got) != len(want) {
+		t.Fatalf("infra/env.json has instances %v, infra/instances.demo.json %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+	}
+	for name, doc := range want {
+		g, ok := got[name]
+		if !ok {
+			t.Fatalf("infra/env.json lacks instance %s", name)
+		}
+		if g["host"] != "host.docker.internal" {
+			t.Errorf("%s: host %v in infra/env.json, want host.docker.internal", name, g["host"])
+		}
+		g, doc = maps.Clone(g), maps.Clone(doc)
+		delete(g, "host")
+		delete(doc, "host")
+		gb, _ := json.Marshal(g)
+		db, _ := json.Marshal(doc)
+		if string(gb) != string(db) {
+			t.Errorf("%s differs beyond the host:\n infra/env.json            %s\n infra/instances.demo.json %s", name, gb, db)
+		}
+	}
+}
+
+// TestREADMEExamplesUnderSamLocalEnvironment replays every curl example of
+// the README through the functions built with the environment sam local
+// gives them, the demo instance pointed at the test database.
+func TestREADMEExamplesUnderSamLocalEnvironment(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	examples := regexp.MustCompile("(?s)```sh\ncurl -s -H 'Authorization: (Bearer \\S+)' http://127.0.0.1:3000(/\\S+) \\\\\n  -d '([^']*)'\n```\n```json\n(.*?)\n```").FindAllSubmatch(readme, -1)
+	if len(examples) < 9 {
+		t.Fatalf("found %d examples in the README", len(examples))
+	}
+
+	env := samLocalEnv(t)
+	docs := documents(t, "infra/env.json", []byte(env["GATEWAY_INSTANCES_JSON"]))
+	test := fbtest.Demo(t)
+	docs["demo"]["host"], docs["demo"]["database"] = test.Host, test.Database
+	inline, err := json.Marshal(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env["GATEWAY_INSTANCES_JSON"] = string(inline)
+	fns := map[string]interface {
+		Handle(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error)
+	}{
+		"executequery": newFunction(t, catalog.ExecuteQuery, env),
+		"execute":      newFunction(t, catalog.Execute, env),
+	}
+	// The Set_Terceros example creates this third party; start without it.
+	admin := fbtest.Open(t, fbtest.Admin(t, test))
+	if _, err := admin.ExecContext(context.Background(), "DELETE FROM TERCEROS WHERE CODIGO = '901234567'"); err != nil {
+		t.Fatal(err)
+	}
+
+	endpoint := regexp.MustCompile(`/(executequery|execute)$`)
+	for _, ex := range examples {
+		auth, p, body, want := string(ex[1]), string(ex[2]), string(ex[3]), string(ex[4])
+		ev := restEvent(t, p, body, func(ev *events.APIGatewayProxyRequest) {
+			ev.Headers["Authorization"] = auth
+			ev.MultiValueHeaders["Authorization"] = []string{auth}
+		})
+		resp, err := fns[endpoint.FindStringSubmatch(p)[1]].Handle(context.Background(), ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Body != want {
+			t.Errorf("POST %s %s\n got  %d %s\n want %s", p, body, resp.StatusCode, resp.Body, want)
+		}
+	}
+}
