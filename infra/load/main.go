@@ -115,10 +115,9 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer srv.stop()
-	hc := newHTTPClient(max(slices.Max(o.levels), mixedClients))
 	base := baseURL(srv.addr, o.instance)
 
-	results, err := measureLevels(ctx, o, db, hc, base)
+	results, err := measureLevels(ctx, o, db, base)
 	if err != nil {
 		return err
 	}
@@ -135,7 +134,7 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		// Firebird keeps unquoted user names in upper case, and so does MON$USER.
-		if err := hygiene(ctx, o, hc, base, dsn, strings.ToUpper(inst.Config.User)); err != nil {
+		if err := hygiene(ctx, o, newHTTPClient(mixedClients), base, dsn, strings.ToUpper(inst.Config.User)); err != nil {
 			return err
 		}
 	}
@@ -152,7 +151,7 @@ func baseURL(addr, instance string) string {
 	return fmt.Sprintf("http://%s/%s/RestServerIsapi.dll/api/v1/%s/", addr, instance, class)
 }
 
-func measureLevels(ctx context.Context, o options, db *sql.DB, hc *http.Client, base string) ([]result, error) {
+func measureLevels(ctx context.Context, o options, db *sql.DB, base string) ([]result, error) {
 	var results []result
 	for _, c := range o.levels {
 		raw, err := rawClients(ctx, db, c)
@@ -164,7 +163,12 @@ func measureLevels(ctx context.Context, o options, db *sql.DB, hc *http.Client, 
 		if err != nil {
 			return nil, err
 		}
-		h, err := measure(ctx, "http", httpClients(hc, base, o.token, c), o.duration)
+		hcs, err := httpClients(base, o.token, c)
+		if err != nil {
+			return nil, err
+		}
+		h, err := measure(ctx, "http", hcs, o.duration)
+		closeAll(hcs)
 		if err != nil {
 			return nil, err
 		}
@@ -346,19 +350,23 @@ func scanTargets(n int) []any {
 	return dest
 }
 
-func httpClients(hc *http.Client, base, token string, n int) []client {
-	call := func() error {
-		status, answer, err := post(hc, base+"executequery", token, []byte(readBody))
-		if err != nil {
-			return err
-		}
-		return wantData(status, answer)
-	}
+func httpClients(base, token string, n int) ([]client, error) {
 	clients := make([]client, n)
 	for i := range clients {
-		clients[i] = client{call: call, close: func() {}}
+		wc, err := newWireClient(base+"executequery", token, []byte(readBody))
+		if err != nil {
+			return nil, err
+		}
+		call := func() error {
+			status, answer, err := wc.post()
+			if err != nil {
+				return err
+			}
+			return wantData(status, answer)
+		}
+		clients[i] = client{call: call, close: wc.close}
 	}
-	return clients
+	return clients, nil
 }
 
 // newHTTPClient keeps a connection per client alive between requests, as

@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -311,6 +312,7 @@ func (o outcome) write(w http.ResponseWriter) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", strconv.Itoa(len(o.body)))
 	if o.status == http.StatusMethodNotAllowed {
 		h.Set("Allow", http.MethodPost)
 	}
