@@ -18,16 +18,19 @@ export FB_TEST_PASSWORD ?= gateway-demo
 .DEFAULT_GOAL := help
 help:
 	@echo "make run | make test | make serve ADDR=host:port INSTANCES=file | make bench | make lint"
-	@echo "make load | make build | make deploy | make local-api | make token | make demo-reset   (README.md)"
+	@echo "make load | make build [CATALOG=file] | make deploy | make local-api | make token | make demo-reset | make catalog-from-db   (README.md)"
 
 # Mint a bearer token for an instance and print the hash for its document.
 token:
 	@go run ./infra/minttoken
 
-.PHONY: help token run serve test bench load lint demo-db demo-reset firebird test-db build deploy local-api build-ExecuteQueryFunction build-ExecuteFunction
+.PHONY: help token run serve test bench load lint demo-db demo-reset firebird test-db build deploy local-api build-ExecuteQueryFunction build-ExecuteFunction check-catalog catalog-from-db
 
-# The Lambda binaries: linux/arm64, static, no RPC shim, stripped.
-LAMBDA_BUILD := GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -ldflags='-s -w' -buildvcs=false
+# The Lambda binaries: linux/arm64, static, no RPC shim, stripped. CATALOG=file
+# (make build, sam build) builds that catalog into both; without it they serve
+# the specification's four operations (README, "The catalog").
+LAMBDA_BUILD = GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -buildvcs=false \
+	-ldflags='-s -w $(if $(CATALOG),-X main.catalogB64=$(shell base64 < $(CATALOG) | tr -d '\n'))'
 
 firebird:
 	@$(FB) up
@@ -45,14 +48,25 @@ run: demo-db
 	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' $(BASE)/executequery -d '{\"CLAVE\":\"Get_Referencias\",\"CODIGO\":\"NO-EXISTE\"}'"
 	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' $(BASE)/executequery -d '{\"CLAVE\":\"Get_Terceros\",\"CODIGO\":\"800000000\"}'"
 	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' $(BASE)/executequery -d '{\"CLAVE\":\"Get_Gestion_Primario\",\"TIPO\":\"FV\",\"PREFIJO\":\"FE\",\"NUMERO\":\"1000\"}'"
+	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' $(BASE)/executequery -d '{\"CLAVE\":\"Get_Inventario_Precio\",\"FECHA_CORTE_\":\"22.11.2026\",\"REFERENCIA_\":\"REF0003\"}'"
+	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' $(BASE)/executequery -d '{\"CLAVE\":\"Get_Inventario_Precio\",\"FECHA_CORTE_\":\"22.11.2026\",\"REFERENCIA_\":\"\"}' | wc -c"
 	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' $(BASE)/execute -d '{\"CLAVE\":\"Set_Terceros\",\"CODIGO\":\"901234567\",\"DV\":\"3\",\"NATURALEZA\":\"J\",\"EMPRESA\":\"Café Ñuñoa S.A.S.\",\"RAZON_COMERCIAL\":\"Café Ñuñoa\",\"DIRECCION\":\"Calle 10 # 4-21\",\"CODIDENTIDAD\":\"NIT\",\"CODSOCIEDAD\":\"SAS\",\"CODPAIS\":\"CO\",\"CODMUNICIPIO\":\"05001\",\"CODACTIVIDAD\":\"NA\",\"CODZONA\":\"NA\"}'"
 	@echo
-	@./bin/localserver -addr $(ADDR) -instances $(INSTANCES)
+	@GATEWAY_CATALOG=$(or $(CATALOG),infra/catalog.demo.json) ./bin/localserver -addr $(ADDR) -instances $(INSTANCES)
 
-# Serve the instances of a file of your own; touches no Firebird setup.
+# Serve the instances of a file of your own, with CATALOG=file if given;
+# touches no Firebird setup.
 serve:
 	@go build -o bin/localserver ./infra/localserver
-	@./bin/localserver -addr $(ADDR) -instances $(INSTANCES)
+	@$(if $(CATALOG),GATEWAY_CATALOG=$(CATALOG)) ./bin/localserver -addr $(ADDR) -instances $(INSTANCES)
+
+# Draft catalog entries from an instance's procedures, for review.
+catalog-from-db:
+	@go run ./infra/catalog from-db -instances $(INSTANCES) $(if $(INSTANCE),-instance $(INSTANCE)) -procedures '$(or $(PROCEDURES),REST_%)'
+
+# A catalog with an error stops the build, naming the entry and the field.
+check-catalog:
+	@$(if $(CATALOG),go run ./infra/catalog check $(CATALOG),true)
 
 test-db: firebird
 	@$(FB) createdb $(notdir $(FB_TEST_DEMO_DB)) demo UTF8
@@ -84,24 +98,25 @@ lint:
 	go vet ./...
 	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
-build:
-	$(LAMBDA_BUILD) -o bin/executequery/bootstrap ./functions/executequery
-	$(LAMBDA_BUILD) -o bin/execute/bootstrap ./functions/execute
+build: check-catalog
+	@echo "building bin/executequery/bootstrap and bin/execute/bootstrap with the catalog $(or $(CATALOG),of the specification)"
+	@$(LAMBDA_BUILD) -o bin/executequery/bootstrap ./functions/executequery
+	@$(LAMBDA_BUILD) -o bin/execute/bootstrap ./functions/execute
 	@ls -l bin/executequery/bootstrap bin/execute/bootstrap
 
 # `sam build` runs these (Metadata BuildMethod: makefile) with ARTIFACTS_DIR set;
 # CodeUri is the repository root so the one go.mod and shared/ are in reach.
-build-ExecuteQueryFunction:
-	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/executequery
-build-ExecuteFunction:
-	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/execute
+build-ExecuteQueryFunction: check-catalog
+	@$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/executequery
+build-ExecuteFunction: check-catalog
+	@$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/execute
 
 deploy:
 	sam validate --lint
-	sam build
+	CATALOG=$(CATALOG) sam build
 	sam deploy
 
 # Needs Docker and the demo database (make demo-db); see README.
 local-api:
-	sam build
+	CATALOG=$(or $(CATALOG),infra/catalog.demo.json) sam build
 	sam local start-api --env-vars infra/env.json --port 3001

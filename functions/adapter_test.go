@@ -42,8 +42,15 @@ func instancesJSON(t testing.TB, extra map[string]firebird.Config) string {
 
 func newFunction(t testing.TB, endpoint catalog.Endpoint, env map[string]string) *lambdafn.Function {
 	t.Helper()
+	return newFunctionWith(t, endpoint, "", env)
+}
+
+// newFunctionWith is newFunction with a catalog built in (base64 of its
+// JSON), as make build CATALOG=file writes it.
+func newFunctionWith(t testing.TB, endpoint catalog.Endpoint, builtCatalog string, env map[string]string) *lambdafn.Function {
+	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	fn, err := lambdafn.New(context.Background(), endpoint, func(k string) string { return env[k] }, log)
+	fn, err := lambdafn.New(context.Background(), endpoint, builtCatalog, func(k string) string { return env[k] }, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package functions_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -109,8 +110,23 @@ func (r *runtimeAPI) invoke(ev events.APIGatewayProxyRequest) (events.APIGateway
 // flags of `make build` but the host's GOOS/GOARCH.
 func buildBootstrap(t testing.TB, dir string) string {
 	t.Helper()
+	return buildBootstrapWith(t, dir, "")
+}
+
+// buildBootstrapWith builds with catalogFile built in, as `make build
+// CATALOG=file` does.
+func buildBootstrapWith(t testing.TB, dir, catalogFile string) string {
+	t.Helper()
+	ldflags := "-s -w"
+	if catalogFile != "" {
+		data, err := os.ReadFile(catalogFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ldflags += " -X main.catalogB64=" + base64.StdEncoding.EncodeToString(data)
+	}
 	out := filepath.Join(t.TempDir(), "bootstrap")
-	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", out, "./"+dir)
+	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags="+ldflags, "-o", out, "./"+dir)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building %s: %v\n%s", dir, err, b)
@@ -119,6 +135,14 @@ func buildBootstrap(t testing.TB, dir string) string {
 }
 
 func startBootstrap(t testing.TB, binary, runtimeAddr string, env ...string) time.Time {
+	t.Helper()
+	start, _ := startBootstrapCmd(t, binary, runtimeAddr, env...)
+	return start
+}
+
+// startBootstrapCmd is startBootstrap, also returning the running process and
+// what it writes.
+func startBootstrapCmd(t testing.TB, binary, runtimeAddr string, env ...string) (time.Time, *exec.Cmd) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, binary)
@@ -145,7 +169,7 @@ func startBootstrap(t testing.TB, binary, runtimeAddr string, env ...string) tim
 			t.Logf("function output:\n%s", logs.String())
 		}
 	})
-	return start
+	return start, cmd
 }
 
 func TestBootstrapBinariesAgainstTheRuntimeAPI(t *testing.T) {

@@ -2,6 +2,7 @@ package functions_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"maps"
 	"os"
@@ -94,11 +95,18 @@ func TestREADMEExamplesUnderSamLocalEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	env["GATEWAY_INSTANCES_JSON"] = string(inline)
+	// make local-api builds the functions with the demo catalog, as make run
+	// serves it.
+	data, err := os.ReadFile(demoCatalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	built := base64.StdEncoding.EncodeToString(data)
 	fns := map[string]interface {
 		Handle(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error)
 	}{
-		"executequery": newFunction(t, catalog.ExecuteQuery, env),
-		"execute":      newFunction(t, catalog.Execute, env),
+		"executequery": newFunctionWith(t, catalog.ExecuteQuery, built, env),
+		"execute":      newFunctionWith(t, catalog.Execute, built, env),
 	}
 	// The Set_Terceros example creates this third party; start without it.
 	admin := fbtest.Open(t, fbtest.Admin(t, test))

@@ -69,7 +69,7 @@ func TestTemplateMatchesTheHandler(t *testing.T) {
 		if res.Metadata.BuildMethod != "makefile" {
 			t.Fatalf("%s: BuildMethod %q", name, res.Metadata.BuildMethod)
 		}
-		target := regexp.MustCompile(`(?m)^build-` + name + `:\n\t.*-o \$\(ARTIFACTS_DIR\)/bootstrap \./functions/(\w+)$`).FindSubmatch(makefile)
+		target := regexp.MustCompile(`(?m)^build-` + name + `:.*\n\t.*-o \$\(ARTIFACTS_DIR\)/bootstrap \./functions/(\w+)$`).FindSubmatch(makefile)
 		if target == nil {
 			t.Fatalf("%s: no Makefile target build-%s building ./functions/<endpoint>", name, name)
 		}

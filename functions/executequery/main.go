@@ -7,4 +7,8 @@ import (
 	"github.com/erp-gateway/gateway/shared/lambdafn"
 )
 
-func main() { lambdafn.Main(catalog.ExecuteQuery) }
+// catalogB64 is the catalog make build writes into the binary (-ldflags -X,
+// base64 of the file CATALOG names); empty: the specification's operations.
+var catalogB64 string
+
+func main() { lambdafn.Main(catalog.ExecuteQuery, catalogB64) }

@@ -15,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/firebird"
 	"github.com/erp-gateway/gateway/shared/gateway"
 	"github.com/erp-gateway/gateway/shared/tenants"
@@ -38,6 +37,10 @@ func run(addr, instancesPath string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	cat, err := gateway.CatalogFromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
 	instances, err := tenants.LoadFile(instancesPath)
 	if err != nil {
 		return err
@@ -51,7 +54,7 @@ func run(addr, instancesPath string, log *slog.Logger) error {
 
 	srv := &http.Server{
 		Addr:              addr,
-		Handler:           gateway.New(cfg, catalog.Default(), instances, pools, log),
+		Handler:           gateway.New(cfg, cat, instances, pools, log),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      time.Minute,

@@ -7,6 +7,7 @@
 package catalog
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 )
@@ -20,11 +21,34 @@ const (
 	Execute      Endpoint = "execute"
 )
 
+// Kind is how a parameter's value is written in a request and passed to its
+// procedure.
+type Kind string
+
+// The kinds of parameter (README, "The catalog").
+const (
+	Text    Kind = "text"    // a JSON string, passed as it is
+	Date    Kind = "date"    // a JSON string in the parameter's Format, passed as a DATE
+	Integer Kind = "integer" // a JSON string or number holding an integer of Bits bits
+	Decimal Kind = "decimal" // a JSON string or number, NUMERIC(Precision, Scale), passed exactly
+)
+
+// DefaultDateFormat is how the original service's clients write dates.
+const DefaultDateFormat = "DD.MM.YYYY"
+
 // Param is one argument of a stored procedure, in the procedure's order.
 type Param struct {
-	Name     string // request field name, upper case
-	MaxLen   int    // in characters, as declared in the procedure
+	Name     string // request field name
+	Kind     Kind   // Text when empty
+	MaxLen   int    // Text: in characters, as declared in the procedure
 	Required bool
+	// Format is a Date's layout: DD, MM and YYYY once each, between
+	// separators; DefaultDateFormat when empty.
+	Format string
+	// Bits is an Integer's size: 16 (SMALLINT), 32 (INTEGER) or 64 (BIGINT).
+	Bits int
+	// Precision and Scale are a Decimal's NUMERIC(Precision, Scale).
+	Precision, Scale int
 }
 
 // ReadBack names the read whose result a write answers with, and which of the
@@ -43,7 +67,13 @@ type Operation struct {
 	// ReadBack is set on writes: after the procedure ran, in the same
 	// transaction, this read supplies the response's data.
 	ReadBack *ReadBack
+	// MaxRows is the most rows an answer may carry; more are refused.
+	// DefaultMaxRows when zero.
+	MaxRows int
 }
+
+// DefaultMaxRows bounds an operation's answer when its entry does not.
+const DefaultMaxRows = 50_000
 
 // Catalog holds the operations a deployment serves.
 type Catalog struct {
@@ -52,42 +82,119 @@ type Catalog struct {
 
 var identifier = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_$]{0,62}$`)
 
-// New checks the operations and indexes them by CLAVE. Procedure and
-// parameter names are checked because procedure names are written into SQL
-// text (Firebird cannot bind an identifier).
+// New checks the operations, fills in their defaults and indexes them by
+// CLAVE. Procedure and parameter names are checked because procedure names
+// are written into SQL text (Firebird cannot bind an identifier). Errors name
+// the entry and the field as the catalog file spells them.
 func New(ops []Operation) (*Catalog, error) {
 	c := &Catalog{ops: make(map[string]*Operation, len(ops))}
 	for i := range ops {
 		op := &ops[i]
+		if err := op.check(); err != nil {
+			return nil, fmt.Errorf("operations[%d] %q: %w", i, op.Clave, err)
+		}
 		if _, dup := c.ops[op.Clave]; dup {
-			return nil, fmt.Errorf("catalog: CLAVE %q defined twice", op.Clave)
-		}
-		if op.Endpoint != ExecuteQuery && op.Endpoint != Execute {
-			return nil, fmt.Errorf("catalog: %s: unknown endpoint %q", op.Clave, op.Endpoint)
-		}
-		if !identifier.MatchString(op.Procedure) {
-			return nil, fmt.Errorf("catalog: %s: procedure name %q is not a plain identifier", op.Clave, op.Procedure)
-		}
-		seen := make(map[string]bool, len(op.Params))
-		for _, p := range op.Params {
-			if p.Name == "CLAVE" || seen[p.Name] || !identifier.MatchString(p.Name) || p.MaxLen <= 0 {
-				return nil, fmt.Errorf("catalog: %s: bad parameter %+v", op.Clave, p)
-			}
-			seen[p.Name] = true
-		}
-		if rb := op.ReadBack; rb != nil {
-			if !identifier.MatchString(rb.Procedure) {
-				return nil, fmt.Errorf("catalog: %s: read-back procedure name %q is not a plain identifier", op.Clave, rb.Procedure)
-			}
-			for _, name := range rb.Params {
-				if !seen[name] {
-					return nil, fmt.Errorf("catalog: %s: read-back parameter %q is not a parameter of the operation", op.Clave, name)
-				}
-			}
+			return nil, fmt.Errorf("operations[%d] %q: clave: defined twice", i, op.Clave)
 		}
 		c.ops[op.Clave] = op
 	}
 	return c, nil
+}
+
+func (op *Operation) check() error {
+	if op.Clave == "" || len(op.Clave) > 63 {
+		return errors.New("clave: must be 1 to 63 characters")
+	}
+	if op.Endpoint != ExecuteQuery && op.Endpoint != Execute {
+		return fmt.Errorf("endpoint: %q is neither %q nor %q", op.Endpoint, ExecuteQuery, Execute)
+	}
+	if !identifier.MatchString(op.Procedure) {
+		return fmt.Errorf("procedure: %q is not a plain identifier (letters, digits, _ and $, at most 63)", op.Procedure)
+	}
+	if op.MaxRows < 0 {
+		return fmt.Errorf("max_rows: %d is negative", op.MaxRows)
+	}
+	if op.MaxRows == 0 {
+		op.MaxRows = DefaultMaxRows
+	}
+	seen := make(map[string]bool, len(op.Params))
+	for j := range op.Params {
+		p := &op.Params[j]
+		if err := p.check(); err != nil {
+			return fmt.Errorf("params[%d] %q: %w", j, p.Name, err)
+		}
+		if seen[p.Name] {
+			return fmt.Errorf("params[%d] %q: name: defined twice", j, p.Name)
+		}
+		seen[p.Name] = true
+	}
+	switch rb := op.ReadBack; {
+	case rb == nil && op.Endpoint == Execute:
+		return errors.New("read_back: a write on execute needs the read that supplies its answer")
+	case rb == nil:
+	case op.Endpoint == ExecuteQuery:
+		return errors.New("read_back: only a write (endpoint execute) has one")
+	case !identifier.MatchString(rb.Procedure):
+		return fmt.Errorf("read_back.procedure: %q is not a plain identifier", rb.Procedure)
+	default:
+		for k, name := range rb.Params {
+			if !seen[name] {
+				return fmt.Errorf("read_back.params[%d]: %q is not a parameter of the operation", k, name)
+			}
+		}
+	}
+	return nil
+}
+
+func (p *Param) check() error {
+	if !identifier.MatchString(p.Name) || p.Name == "CLAVE" {
+		return errors.New("name: must be a plain identifier other than CLAVE")
+	}
+	if p.Kind == "" {
+		p.Kind = Text
+	}
+	switch p.Kind {
+	case Text:
+		if p.MaxLen <= 0 {
+			return errors.New("max_chars: a text parameter needs its length in characters, as the procedure declares it")
+		}
+	case Date:
+		if p.Format == "" {
+			p.Format = DefaultDateFormat
+		}
+		if _, err := dateLayout(p.Format); err != nil {
+			return fmt.Errorf("format: %w", err)
+		}
+	case Integer:
+		if p.Bits == 0 {
+			p.Bits = 32
+		}
+		if p.Bits != 16 && p.Bits != 32 && p.Bits != 64 {
+			return fmt.Errorf("bits: %d is not 16 (SMALLINT), 32 (INTEGER) or 64 (BIGINT)", p.Bits)
+		}
+	case Decimal:
+		if p.Precision < 1 || p.Precision > 18 {
+			return fmt.Errorf("precision: %d is not between 1 and 18", p.Precision)
+		}
+		if p.Scale < 0 || p.Scale > p.Precision {
+			return fmt.Errorf("scale: %d is not between 0 and the precision, %d", p.Scale, p.Precision)
+		}
+	default:
+		return fmt.Errorf("kind: %q is not one of text, date, integer, decimal", p.Kind)
+	}
+	if p.Kind != Text && p.MaxLen != 0 {
+		return fmt.Errorf("max_chars: only a text parameter has one, not a %s", p.Kind)
+	}
+	if p.Kind != Date && p.Format != "" {
+		return fmt.Errorf("format: only a date parameter has one, not a %s", p.Kind)
+	}
+	if p.Kind != Integer && p.Bits != 0 {
+		return fmt.Errorf("bits: only an integer parameter has them, not a %s", p.Kind)
+	}
+	if p.Kind != Decimal && (p.Precision != 0 || p.Scale != 0) {
+		return fmt.Errorf("precision, scale: only a decimal parameter has them, not a %s", p.Kind)
+	}
+	return nil
 }
 
 // Lookup returns the operation for a CLAVE.

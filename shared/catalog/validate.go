@@ -27,6 +27,7 @@ const (
 	CodeParamTooLong   Code = 1008
 	CodeUnknownField   Code = 1009
 	CodeParamInvalid   Code = 1010 // not valid UTF-8 or holds a NUL character
+	CodeParamFormat    Code = 1011 // not a date, integer or decimal of the parameter's form
 	CodeNotFound       Code = 1101 // no such route
 	CodeMethod         Code = 1102 // not POST
 	CodeBadInstance    Code = 1103 // instance name is not well formed
@@ -37,6 +38,8 @@ const (
 	CodeThrottled      Code = 1203 // API Gateway's throttling (template.yaml); never sent by the handler
 	CodeOutcomeUnknown Code = 1204 // a write's commit was sent and never confirmed
 	CodeInternal       Code = 1299
+	CodeTooManyRows    Code = 1301 // the answer has more rows than the operation's max_rows
+	CodeAnswerTooLarge Code = 1302 // the answer passes what a Lambda function may return
 )
 
 // Error is a refusal: a code and a message meant for the integrator.
@@ -52,7 +55,8 @@ func refuse(code Code, format string, args ...any) *Error {
 }
 
 // Call is a validated request: the operation and its arguments in the
-// procedure's order (a string, or nil for SQL NULL).
+// procedure's order: a string (text, decimal), time.Time (date), int64
+// (integer), or nil for SQL NULL.
 type Call struct {
 	Op   *Operation
 	Args []any
@@ -117,16 +121,41 @@ func (c *Catalog) Parse(endpoint Endpoint, body []byte) (Call, *Error) {
 			continue
 		}
 		var s string
-		if raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		switch {
+		case raw[0] == '"':
+			if json.Unmarshal(raw, &s) != nil {
+				return Call{}, refuse(CodeParamNotString, "%s must be a JSON string", p.Name)
+			}
+		case p.Kind == Integer || p.Kind == Decimal:
+			// A JSON number is taken as written, never through a float.
+			if !isNumber(raw) {
+				return Call{}, refuse(CodeParamNotString, "%s must be a number, as a JSON number or string", p.Name)
+			}
+			s = string(raw)
+		default:
 			return Call{}, refuse(CodeParamNotString, "%s must be a JSON string", p.Name)
 		}
-		if !utf8.ValidString(s) || strings.ContainsRune(s, 0) || strings.ContainsRune(s, utf8.RuneError) {
+		if !textOK(s) {
 			return Call{}, refuse(CodeParamInvalid, "%s holds characters that cannot be stored", p.Name)
 		}
-		if n := utf8.RuneCountInString(s); n > p.MaxLen {
-			return Call{}, refuse(CodeParamTooLong, "%s is %d characters long; at most %d fit", p.Name, n, p.MaxLen)
+		if p.Kind == Text {
+			if n := utf8.RuneCountInString(s); n > p.MaxLen {
+				return Call{}, refuse(CodeParamTooLong, "%s is %d characters long; at most %d fit", p.Name, n, p.MaxLen)
+			}
+			args[i] = s
+			continue
 		}
-		args[i] = s
+		if absent(s) {
+			if p.Required {
+				return Call{}, refuse(CodeParamMissing, "%s is required for CLAVE %s", p.Name, clave)
+			}
+			continue
+		}
+		v, err := p.value(s)
+		if err != nil {
+			return Call{}, refuse(CodeParamFormat, "%s", err)
+		}
+		args[i] = v
 	}
 	return Call{Op: op, Args: args}, nil
 }
@@ -153,6 +182,11 @@ func unknownFields(op *Operation, fields map[string]json.RawMessage) []string {
 }
 
 func isNull(raw json.RawMessage) bool { return string(raw) == "null" }
+
+// isNumber reports whether raw, already valid JSON, is a number.
+func isNumber(raw json.RawMessage) bool {
+	return len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9')
+}
 
 // jsonProblem describes a decoding error without echoing the body back.
 func jsonProblem(err error) string {

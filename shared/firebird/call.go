@@ -36,47 +36,54 @@ const (
 	committing              // a write's commit was sent: until it answers, its outcome is unknown
 )
 
-// Read runs a selectable procedure in a read-only transaction and returns all
-// its rows.
-func (p *Pools) Read(ctx context.Context, t Target, procedure string, args []any) (record.Set, error) {
+// Read runs a selectable procedure in a read-only transaction and encodes
+// its rows into out. An error of out's limits (record.ErrTooManyRows,
+// record.ErrTooLarge) stops the fetch and is returned as it is.
+func (p *Pools) Read(ctx context.Context, t Target, procedure string, args []any, out *record.Encoder) error {
 	query := selectSQL(procedure, len(args))
-	return p.do(ctx, t, false, func(ctx context.Context, s *session) (record.Set, error) {
-		return s.query(ctx, query, args)
+	return p.do(ctx, t, false, out, func(ctx context.Context, s *session) error {
+		return s.query(ctx, query, args, out)
 	})
 }
 
 // Write runs an executable procedure and then the read-back procedure in one
-// read-write transaction, and commits only when both succeeded.
-func (p *Pools) Write(ctx context.Context, t Target, procedure string, args []any, readBack string, readArgs []any) (record.Set, error) {
+// read-write transaction, encodes the read-back's rows into out, and commits
+// only when both succeeded and the rows fit out's limits.
+func (p *Pools) Write(ctx context.Context, t Target, procedure string, args []any, readBack string, readArgs []any, out *record.Encoder) error {
 	exec, query := executeSQL(procedure, len(args)), selectSQL(readBack, len(readArgs))
-	return p.do(ctx, t, true, func(ctx context.Context, s *session) (record.Set, error) {
+	return p.do(ctx, t, true, out, func(ctx context.Context, s *session) error {
 		if err := s.exec(ctx, exec, args); err != nil {
-			return record.Set{}, err
+			return err
 		}
-		return s.query(ctx, query, readArgs)
+		return s.query(ctx, query, readArgs, out)
 	})
 }
 
 // do runs body in a transaction on one of the instance's connections. A call
 // that finds its connection dead before a commit was sent is retried once on
-// a fresh pool: nothing of it can have been committed.
-func (p *Pools) do(ctx context.Context, t Target, write bool, body func(context.Context, *session) (record.Set, error)) (record.Set, error) {
+// a fresh pool: nothing of it can have been committed. A call abandoned at
+// its deadline is never retried, so out has one writer at a time.
+func (p *Pools) do(ctx context.Context, t Target, write bool, out *record.Encoder, body func(context.Context, *session) error) error {
 	for attempt := 0; ; attempt++ {
 		cur, err := p.get(t)
 		if err != nil {
-			return record.Set{}, err
+			return err
 		}
+		out.Reset()
 		var at atomic.Int32
-		set, err := guard(ctx, func() (record.Set, error) { return cur.run(ctx, p.opts, write, &at, body) })
+		err = guard(ctx, func() error { return cur.run(ctx, p.opts, write, &at, body) })
 		if err == nil {
-			return set, nil
+			return nil
+		}
+		if errors.Is(err, record.ErrTooManyRows) || errors.Is(err, record.ErrTooLarge) {
+			return err
 		}
 		ph := phase(at.Load())
-		if attempt == 0 && ph < committing && connectionLost(ctx, err) {
+		if attempt == 0 && ctx.Err() == nil && ph < committing && connectionLost(ctx, err) {
 			p.discard(t.Instance, cur)
 			continue
 		}
-		return record.Set{}, classify(ctx, ph, err)
+		return classify(ctx, ph, err)
 	}
 }
 
@@ -84,53 +91,45 @@ func (p *Pools) do(ctx context.Context, t Target, write bool, body func(context.
 // whatever the driver's cleanup waits for, the caller answers in time. An
 // abandoned call finishes in the background and returns its connection,
 // closed, to the pool.
-func guard(ctx context.Context, work func() (record.Set, error)) (record.Set, error) {
-	type result struct {
-		set record.Set
-		err error
-	}
-	done := make(chan result, 1)
+func guard(ctx context.Context, work func() error) error {
+	done := make(chan error, 1)
 	go func() {
 		defer func() {
 			if p := recover(); p != nil {
-				done <- result{err: fmt.Errorf("firebird: panic in a call: %v", p)}
+				done <- fmt.Errorf("firebird: panic in a call: %v", p)
 			}
 		}()
-		set, err := work()
-		done <- result{set, err}
+		done <- work()
 	}()
 	select {
-	case r := <-done:
-		return r.set, r.err
+	case err := <-done:
+		return err
 	case <-ctx.Done():
 	}
 	timer := time.NewTimer(abandonGrace)
 	defer timer.Stop()
 	select {
-	case r := <-done:
-		return r.set, r.err
+	case err := <-done:
+		return err
 	case <-timer.C:
-		return record.Set{}, fmt.Errorf("abandoned after the deadline: %w", ctx.Err())
+		return fmt.Errorf("abandoned after the deadline: %w", ctx.Err())
 	}
 }
 
 // run takes a connection from the pool for one call.
-func (cur *pool) run(ctx context.Context, opts Options, write bool, at *atomic.Int32, body func(context.Context, *session) (record.Set, error)) (record.Set, error) {
+func (cur *pool) run(ctx context.Context, opts Options, write bool, at *atomic.Int32, body func(context.Context, *session) error) error {
 	sc, err := cur.db.Conn(ctx)
 	if err != nil {
-		return record.Set{}, err
+		return err
 	}
 	defer sc.Close() // back to the pool, or closed if the call left it broken
-	var set record.Set
-	err = sc.Raw(func(dc any) error {
+	return sc.Raw(func(dc any) error {
 		c, ok := dc.(*conn)
 		if !ok {
 			return fmt.Errorf("firebird: pool connection of type %T", dc)
 		}
-		set, err = c.call(ctx, opts, write, at, body)
-		return err
+		return c.call(ctx, opts, write, at, body)
 	})
-	return set, err
 }
 
 // call runs body on the connection and leaves no transaction of consequence
@@ -148,15 +147,15 @@ func (cur *pool) run(ctx context.Context, opts Options, write bool, at *atomic.I
 // transaction of their own, committed or rolled back before call returns.
 // When the wire is in an unknown state the connection is marked broken
 // instead: the pool drops its socket and the server rolls back.
-func (c *conn) call(ctx context.Context, opts Options, write bool, at *atomic.Int32, body func(context.Context, *session) (record.Set, error)) (record.Set, error) {
+func (c *conn) call(ctx context.Context, opts Options, write bool, at *atomic.Int32, body func(context.Context, *session) error) error {
 	fc, err := c.fb()
 	if err != nil {
-		return record.Set{}, err
+		return err
 	}
 	defer func() { c.used = time.Now() }()
 	if time.Since(c.used) > opts.ConnMaxIdle {
 		if err := c.ping(ctx, fc); err != nil {
-			return record.Set{}, err
+			return err
 		}
 	}
 	s := &session{conn: c, fc: fc, at: at}
@@ -165,41 +164,39 @@ func (c *conn) call(ctx context.Context, opts Options, write bool, at *atomic.In
 			tx, err := fc.BeginTx(ctx, txOptions(false))
 			if err != nil {
 				c.settle(ctx, fc, err)
-				return record.Set{}, err
+				return err
 			}
 			c.read = tx
 		}
-		set, err := body(ctx, s)
-		if err != nil {
+		if err := body(ctx, s); err != nil {
 			// A failed statement is undone on its own; the transaction
 			// stays usable when the connection does.
 			c.settle(ctx, fc, err)
-			return record.Set{}, err
+			return err
 		}
-		return set, nil
+		return nil
 	}
 
 	if err := c.endRead(); err != nil {
-		return record.Set{}, err
+		return err
 	}
 	tx, err := fc.BeginTx(ctx, txOptions(true))
 	if err != nil {
 		c.settle(ctx, fc, err)
-		return record.Set{}, err
+		return err
 	}
-	set, err := body(ctx, s)
-	if err != nil {
+	if err := body(ctx, s); err != nil {
 		if c.settle(ctx, fc, err) && tx.Rollback() != nil {
 			c.broken = true
 		}
-		return record.Set{}, err
+		return err
 	}
 	at.Store(int32(committing))
 	if err := tx.Commit(); err != nil {
 		c.settle(ctx, fc, err)
-		return record.Set{}, err
+		return err
 	}
-	return set, nil
+	return nil
 }
 
 // endRead ends the connection's read transaction, if any. Rollback rather
@@ -268,10 +265,14 @@ func (s *session) prepare(ctx context.Context, query string) (*stmt, error) {
 }
 
 // failed keeps a statement after the procedure's own refusal (an exception, a
-// constraint) and drops it after anything else, so it is prepared anew.
+// constraint) or an answer over its limits, and drops it after anything
+// else, so it is prepared anew.
 func (s *session) failed(ctx context.Context, query string, err error) error {
 	var exc *Exception
-	if !errors.As(classify(ctx, executing, err), &exc) && s.conn.settle(ctx, s.fc, err) {
+	if errors.Is(err, record.ErrTooManyRows) || errors.Is(err, record.ErrTooLarge) || errors.As(classify(ctx, executing, err), &exc) {
+		return err
+	}
+	if s.conn.settle(ctx, s.fc, err) {
 		s.conn.forget(query)
 	}
 	return err
@@ -292,31 +293,32 @@ func (s *session) exec(ctx context.Context, query string, args []any) error {
 	return nil
 }
 
-func (s *session) query(ctx context.Context, query string, args []any) (record.Set, error) {
+func (s *session) query(ctx context.Context, query string, args []any, out *record.Encoder) error {
 	st, err := s.prepare(ctx, query)
 	if err != nil {
-		return record.Set{}, err
+		return err
 	}
 	qc, ok := st.Stmt.(driver.StmtQueryContext)
 	if !ok {
-		return record.Set{}, errors.New("firebird: statement cannot query with a context")
+		return errors.New("firebird: statement cannot query with a context")
 	}
 	rows, err := qc.QueryContext(ctx, named(args))
 	if err != nil {
-		return record.Set{}, s.failed(ctx, query, err)
+		return s.failed(ctx, query, err)
 	}
-	set, err := collect(rows)
-	if err != nil {
+	if err := collect(rows, out); err != nil {
+		// Past an answer's limits the rest is not fetched: closing the
+		// cursor tells the server to stop.
 		if s.conn.settle(ctx, s.fc, err) {
 			rows.Close() //nolint:errcheck // the fetch's error is the one to report
 		}
-		return record.Set{}, s.failed(ctx, query, err)
+		return s.failed(ctx, query, err)
 	}
 	// Closes the cursor and keeps the statement for the next call.
 	if err := rows.Close(); err != nil {
-		return record.Set{}, s.failed(ctx, query, err)
+		return s.failed(ctx, query, err)
 	}
-	return set, nil
+	return nil
 }
 
 func named(args []any) []driver.NamedValue {
@@ -342,30 +344,30 @@ func placeholders(n int) string {
 	return "(" + strings.Repeat("?, ", n-1) + "?)"
 }
 
-// collect reads every row; a procedure's exception can arrive with the first
-// fetch rather than with the execute.
-func collect(rows driver.Rows) (record.Set, error) {
+// collect encodes every row as it is fetched; a procedure's exception can
+// arrive with the first fetch rather than with the execute.
+func collect(rows driver.Rows, out *record.Encoder) error {
 	names := rows.Columns()
-	set := record.Set{Columns: make([]record.Column, len(names))}
+	cols := make([]record.Column, len(names))
 	for i, name := range names {
-		set.Columns[i] = record.Column{Name: name, Kind: kindOf(rows, i)}
+		cols[i] = record.Column{Name: name, Kind: kindOf(rows, i)}
 	}
+	out.Columns(cols)
 	dest := make([]driver.Value, len(names))
+	row := make([]any, len(names))
 	for {
 		if err := rows.Next(dest); err != nil {
 			if errors.Is(err, io.EOF) {
-				return set, nil
+				return nil
 			}
-			return record.Set{}, err
+			return err
 		}
-		row := make([]any, len(dest))
 		for i, v := range dest {
-			if b, ok := v.([]byte); ok {
-				v = append([]byte(nil), b...) // the driver may reuse its buffer
-			}
 			row[i] = v
 		}
-		set.Rows = append(set.Rows, row)
+		if err := out.Row(row); err != nil {
+			return err
+		}
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"strconv"
 	"time"
+
+	"github.com/erp-gateway/gateway/shared/catalog"
 )
 
 // ConfigFromEnv reads the settings every entry point shares (README,
@@ -28,7 +30,28 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		cfg.MaxBody = n
 	}
+	if v := getenv("GATEWAY_MAX_ANSWER"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 || n > DefaultMaxAnswer {
+			return Config{}, fmt.Errorf("GATEWAY_MAX_ANSWER=%q: want a number of bytes up to %d", v, DefaultMaxAnswer)
+		}
+		cfg.MaxAnswer = n
+	}
 	return cfg, nil
+}
+
+// CatalogFromEnv reads the catalog file GATEWAY_CATALOG names, or returns the
+// specification's operations when it names none.
+func CatalogFromEnv(getenv func(string) string) (*catalog.Catalog, error) {
+	path := getenv("GATEWAY_CATALOG")
+	if path == "" {
+		return catalog.Default(), nil
+	}
+	c, err := catalog.LoadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("GATEWAY_CATALOG: %w", err)
+	}
+	return c, nil
 }
 
 // LogLevel maps LOG_LEVEL (debug, info, warn, error; the Lambda runtime's

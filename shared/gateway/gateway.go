@@ -22,10 +22,11 @@ import (
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
-// Database runs procedures; *firebird.Pools is the real one.
+// Database runs procedures and encodes their rows into out; *firebird.Pools
+// is the real one.
 type Database interface {
-	Read(ctx context.Context, t firebird.Target, procedure string, args []any) (record.Set, error)
-	Write(ctx context.Context, t firebird.Target, procedure string, args []any, readBack string, readArgs []any) (record.Set, error)
+	Read(ctx context.Context, t firebird.Target, procedure string, args []any, out *record.Encoder) error
+	Write(ctx context.Context, t firebird.Target, procedure string, args []any, readBack string, readArgs []any, out *record.Encoder) error
 }
 
 // Instances resolves instance names; *tenants.File and *tenants.Cache are.
@@ -53,6 +54,9 @@ type Config struct {
 	Timeout time.Duration
 	// Endpoints served; both when empty. A Lambda serves one.
 	Endpoints []catalog.Endpoint
+	// MaxAnswer bounds an answer's size written as a JSON string, the form
+	// Lambda's response limit counts.
+	MaxAnswer int
 }
 
 // Defaults of Config.
@@ -61,6 +65,9 @@ const (
 	DefaultErrorPrefix = "[firebirdsql]"
 	DefaultMaxBody     = 64 << 10
 	DefaultTimeout     = 10 * time.Second
+	// DefaultMaxAnswer leaves room under Lambda's 6 MB (6,291,456 bytes)
+	// response limit for the response's status and headers.
+	DefaultMaxAnswer = 6_291_456 - 16<<10
 )
 
 // Handler is the gateway's http.Handler.
@@ -85,6 +92,9 @@ func New(cfg Config, cat *catalog.Catalog, instances Instances, db Database, log
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.MaxAnswer <= 0 {
+		cfg.MaxAnswer = DefaultMaxAnswer
 	}
 	if len(cfg.Endpoints) == 0 {
 		cfg.Endpoints = []catalog.Endpoint{catalog.ExecuteQuery, catalog.Execute}
@@ -205,14 +215,15 @@ func (h *Handler) route(path string) (instance string, endpoint catalog.Endpoint
 func (h *Handler) run(ctx context.Context, t firebird.Target, call catalog.Call) outcome {
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
 	defer cancel()
-	set, err := h.call(ctx, t, call)
+	out := record.NewEncoder(dataPrefix, record.Limits{MaxRows: call.Op.MaxRows, MaxBytes: h.cfg.MaxAnswer})
+	err := h.call(ctx, t, call, out)
 	if errors.Is(err, firebird.ErrCredentials) {
 		// The password may have been rotated: read the instance's settings
 		// again, bypassing the cache, and retry once if they changed.
 		if fresh, ok := h.refreshed(ctx, t); ok {
 			h.log.InfoContext(ctx, "credentials refused; retrying with refreshed settings", "instance", t.Instance)
 			t.Config = fresh.Config
-			set, err = h.call(ctx, t, call)
+			err = h.call(ctx, t, call, out)
 		}
 	}
 	var exc *firebird.Exception
@@ -222,7 +233,11 @@ func (h *Handler) run(ctx context.Context, t firebird.Target, call catalog.Call)
 	}
 	switch {
 	case err == nil:
-		return success(set)
+		return outcome{status: http.StatusOK, body: out.Finish("}")}
+	case errors.Is(err, record.ErrTooManyRows):
+		return refusal(catalog.CodeTooManyRows, fmt.Sprintf("the answer of CLAVE %s has more than %d rows, its limit%s; ask for fewer (narrow the parameters)", call.Op.Clave, call.Op.MaxRows, nothingWritten))
+	case errors.Is(err, record.ErrTooLarge):
+		return refusal(catalog.CodeAnswerTooLarge, fmt.Sprintf("the answer of CLAVE %s would pass %d bytes, the most this service can return%s; ask for fewer rows (narrow the parameters)", call.Op.Clave, h.cfg.MaxAnswer, nothingWritten))
 	case errors.As(err, &exc):
 		return h.exception(exc)
 	case errors.Is(err, firebird.ErrOutcomeUnknown):
@@ -243,11 +258,11 @@ func (h *Handler) run(ctx context.Context, t firebird.Target, call catalog.Call)
 	}
 }
 
-func (h *Handler) call(ctx context.Context, t firebird.Target, call catalog.Call) (record.Set, error) {
+func (h *Handler) call(ctx context.Context, t firebird.Target, call catalog.Call, out *record.Encoder) error {
 	if rb := call.Op.ReadBack; rb != nil {
-		return h.db.Write(ctx, t, call.Op.Procedure, call.Args, rb.Procedure, call.ReadBackArgs())
+		return h.db.Write(ctx, t, call.Op.Procedure, call.Args, rb.Procedure, call.ReadBackArgs(), out)
 	}
-	return h.db.Read(ctx, t, call.Op.Procedure, call.Args)
+	return h.db.Read(ctx, t, call.Op.Procedure, call.Args, out)
 }
 
 func (h *Handler) refreshed(ctx context.Context, t firebird.Target) (tenants.Instance, bool) {
@@ -263,13 +278,9 @@ func (h *Handler) refreshed(ctx context.Context, t firebird.Target) (tenants.Ins
 	return fresh, fresh.Config != t.Config
 }
 
-func success(set record.Set) outcome {
-	b := make([]byte, 0, 256+64*len(set.Columns)*len(set.Rows))
-	b = append(b, `{"cod_error":0,"data":`...)
-	b = record.AppendJSON(b, set)
-	b = append(b, '}')
-	return outcome{status: http.StatusOK, body: b}
-}
+// dataPrefix starts every answer with rows; the rows follow as they are
+// fetched.
+const dataPrefix = `{"cod_error":0,"data":`
 
 // exception answers as the original did: HTTP 200, cod_error 0 and the
 // database's text in ex_execsql, lines joined by CR LF.
@@ -295,6 +306,10 @@ func statusOf(code catalog.Code) int {
 		return http.StatusServiceUnavailable
 	case catalog.CodeInternal:
 		return http.StatusInternalServerError
+	case catalog.CodeTooManyRows, catalog.CodeAnswerTooLarge:
+		// The request is valid and understood; what it asks for cannot be
+		// answered in one response.
+		return http.StatusUnprocessableEntity
 	}
 	return http.StatusBadRequest
 }

@@ -34,14 +34,14 @@ type countingDB struct {
 	calls atomic.Int64
 }
 
-func (c *countingDB) Read(ctx context.Context, t firebird.Target, p string, a []any) (record.Set, error) {
+func (c *countingDB) Read(ctx context.Context, t firebird.Target, p string, a []any, out *record.Encoder) error {
 	c.calls.Add(1)
-	return c.Pools.Read(ctx, t, p, a)
+	return c.Pools.Read(ctx, t, p, a, out)
 }
 
-func (c *countingDB) Write(ctx context.Context, t firebird.Target, p string, a []any, rb string, ra []any) (record.Set, error) {
+func (c *countingDB) Write(ctx context.Context, t firebird.Target, p string, a []any, rb string, ra []any, out *record.Encoder) error {
 	c.calls.Add(1)
-	return c.Pools.Write(ctx, t, p, a, rb, ra)
+	return c.Pools.Write(ctx, t, p, a, rb, ra, out)
 }
 
 // env is a handler over real pools and a real instances file.
@@ -54,8 +54,9 @@ type env struct {
 }
 
 // testOperations adds to the specification's table what only tests use: a
-// procedure returning every Firebird type, one that tests alter, and a write
-// whose read-back fails.
+// procedure returning every Firebird type, one that tests alter, one
+// returning as many wide rows as asked (REST_TEST_FILAS, setupRows), a write
+// whose read-back fails and one whose read-back is too large to answer.
 func testOperations() []catalog.Operation {
 	ops := catalog.DefaultOperations()
 	var setTerceros catalog.Operation
@@ -67,10 +68,16 @@ func testOperations() []catalog.Operation {
 	broken := setTerceros
 	broken.Clave = "Set_Terceros_ReadBackFails"
 	broken.ReadBack = &catalog.ReadBack{Procedure: "REST_SELECT_REFERENCIA", Params: []string{"CODIGO"}}
+	big := setTerceros
+	big.Clave = "Set_Terceros_Answer_Too_Large"
+	big.ReadBack = &catalog.ReadBack{Procedure: "REST_TEST_FILAS", Params: []string{"CODIGO"}}
+	rows := []catalog.Param{{Name: "N", MaxLen: 15, Required: true}}
 	return append(ops,
 		catalog.Operation{Clave: "Get_Tipos", Endpoint: catalog.ExecuteQuery, Procedure: "REST_TEST_TIPOS"},
 		catalog.Operation{Clave: "Get_Version", Endpoint: catalog.ExecuteQuery, Procedure: "REST_TEST_VERSION"},
-		broken)
+		catalog.Operation{Clave: "Get_Filas_100", Endpoint: catalog.ExecuteQuery, Procedure: "REST_TEST_FILAS", Params: rows, MaxRows: 100},
+		catalog.Operation{Clave: "Get_Filas", Endpoint: catalog.ExecuteQuery, Procedure: "REST_TEST_FILAS", Params: rows},
+		broken, big)
 }
 
 func newEnv(t testing.TB, cfg gateway.Config, instances map[string]any) *env {
@@ -178,6 +185,29 @@ func setupTypes(t testing.TB, cfg firebird.Config) {
 	} {
 		if _, err := admin.ExecContext(ctx, stmt); err != nil {
 			t.Fatalf("setting up REST_TEST_TIPOS: %v", err)
+		}
+	}
+}
+
+// setupRows creates REST_TEST_FILAS(P_N): P_N rows of 4000 characters, half
+// of them " and half <, which a JSON string written by encoding/json (as
+// Lambda returns a body) makes 2 and 6 bytes long.
+func setupRows(t testing.TB, cfg firebird.Config) {
+	t.Helper()
+	admin := fbtest.Open(t, fbtest.Admin(t, cfg))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, stmt := range []string{
+		`CREATE OR ALTER PROCEDURE REST_TEST_FILAS (P_N VARCHAR(15)) RETURNS (I INTEGER, TEXTO VARCHAR(4000))
+		AS BEGIN
+			I = 0;
+			TEXTO = LPAD('', 4000, '"<');
+			WHILE (I < CAST(P_N AS INTEGER)) DO BEGIN I = I + 1; SUSPEND; END
+		END`,
+		`GRANT EXECUTE ON PROCEDURE REST_TEST_FILAS TO GATEWAY`,
+	} {
+		if _, err := admin.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("setting up REST_TEST_FILAS: %v", err)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/gateway"
 	"github.com/erp-gateway/gateway/shared/tenants"
@@ -43,13 +45,19 @@ func TestREADMEExamples(t *testing.T) {
 	if _, err := admin.ExecContext(context.Background(), "DELETE FROM TERCEROS WHERE CODIGO = '901234567'"); err != nil {
 		t.Fatal(err)
 	}
+	// Served with the demo catalog, as make run serves it.
+	cat, err := catalog.LoadFile("../../infra/catalog.demo.json")
+	if err != nil {
+		t.Fatal(err)
+	}
 	e := newEnv(t, gateway.Config{}, map[string]any{"demo": inst})
+	h := gateway.New(gateway.Config{}, cat, e.src, e.db, slog.New(slog.DiscardHandler))
 	for _, ex := range examples {
 		auth, p, body, want := string(ex[1]), string(ex[2]), string(ex[3]), string(ex[4])
 		req := httptest.NewRequest(http.MethodPost, p, strings.NewReader(body))
 		req.Header.Set("Authorization", auth)
 		rec := httptest.NewRecorder()
-		e.h.ServeHTTP(rec, req)
+		h.ServeHTTP(rec, req)
 		if got := rec.Body.String(); got != want {
 			t.Errorf("POST %s %s\n got  %s\n want %s", p, body, got, want)
 		}

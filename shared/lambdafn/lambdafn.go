@@ -5,6 +5,7 @@ package lambdafn
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -32,13 +33,19 @@ type Function struct {
 }
 
 // New builds the function serving endpoint from the environment (README,
-// "Configuration"). Call it once per execution environment, not per event.
-func New(ctx context.Context, endpoint catalog.Endpoint, getenv func(string) string, log *slog.Logger) (*Function, error) {
+// "Configuration"). builtCatalog is the catalog make build wrote into the
+// binary, base64 of its JSON, or empty. Call New once per execution
+// environment, not per event.
+func New(ctx context.Context, endpoint catalog.Endpoint, builtCatalog string, getenv func(string) string, log *slog.Logger) (*Function, error) {
 	cfg, err := gateway.ConfigFromEnv(getenv)
 	if err != nil {
 		return nil, err
 	}
 	cfg.Endpoints = []catalog.Endpoint{endpoint}
+	cat, err := catalogOf(builtCatalog, getenv)
+	if err != nil {
+		return nil, err
+	}
 	instances, err := instanceSource(ctx, getenv)
 	if err != nil {
 		return nil, err
@@ -52,8 +59,25 @@ func New(ctx context.Context, endpoint catalog.Endpoint, getenv func(string) str
 	// connections into each customer's Firebird.
 	opts.MaxConns = 1
 	pools := firebird.NewPools(opts)
-	h := gateway.New(cfg, catalog.Default(), instances, pools, log)
+	h := gateway.New(cfg, cat, instances, pools, log)
 	return &Function{adapter: httpadapter.New(h), pools: pools, log: log}, nil
+}
+
+// catalogOf: the file GATEWAY_CATALOG names, else the catalog built into the
+// binary, else the specification's.
+func catalogOf(built string, getenv func(string) string) (*catalog.Catalog, error) {
+	if built == "" || getenv("GATEWAY_CATALOG") != "" {
+		return gateway.CatalogFromEnv(getenv)
+	}
+	data, err := base64.StdEncoding.DecodeString(built)
+	if err != nil {
+		return nil, fmt.Errorf("the catalog built into this binary: %w", err)
+	}
+	c, err := catalog.Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("the catalog built into this binary: %w", err)
+	}
+	return c, nil
 }
 
 func instanceSource(ctx context.Context, getenv func(string) string) (gateway.Instances, error) {
@@ -116,14 +140,14 @@ func badEvent() events.APIGatewayProxyResponse {
 // Close releases the function's database connections.
 func (f *Function) Close() error { return f.pools.Close() }
 
-// Main is the whole main of a function binary.
-func Main(endpoint catalog.Endpoint) {
+// Main is the whole main of a function binary; builtCatalog as in New.
+func Main(endpoint catalog.Endpoint, builtCatalog string) {
 	level := os.Getenv("AWS_LAMBDA_LOG_LEVEL") // set by the Lambda's LoggingConfig
 	if level == "" {
 		level = os.Getenv("LOG_LEVEL")
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: gateway.LogLevel(level)}))
-	fn, err := New(context.Background(), endpoint, os.Getenv, log)
+	fn, err := New(context.Background(), endpoint, builtCatalog, os.Getenv, log)
 	if err != nil {
 		log.Error("cannot start", "endpoint", endpoint, "err", err)
 		os.Exit(1)

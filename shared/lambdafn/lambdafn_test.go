@@ -104,7 +104,7 @@ func (sm *secretsManager) callsFor(instance string) int {
 func newFunction(t testing.TB, ttl string) *lambdafn.Function {
 	t.Helper()
 	env := map[string]string{"GATEWAY_SECRET_PREFIX": prefix, "GATEWAY_SECRET_TTL": ttl}
-	fn, err := lambdafn.New(context.Background(), catalog.ExecuteQuery, func(k string) string { return env[k] },
+	fn, err := lambdafn.New(context.Background(), catalog.ExecuteQuery, "", func(k string) string { return env[k] },
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)

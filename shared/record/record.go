@@ -1,6 +1,7 @@
-// Package record holds what a stored procedure returns, as ordered columns of
-// typed values, and encodes it as the gateway's JSON: each row an object whose
-// keys keep the procedure's output order.
+// Package record encodes what a stored procedure returns, as ordered columns
+// of typed values, into the gateway's JSON: each row an object whose keys keep
+// the procedure's output order. Rows are encoded as they are fetched, so an
+// answer is held once, as its JSON, and its limits are checked on the way.
 package record
 
 import (
@@ -32,33 +33,6 @@ const (
 type Column struct {
 	Name string
 	Kind Kind
-}
-
-// Set is a procedure's result. A nil value is SQL NULL.
-type Set struct {
-	Columns []Column
-	Rows    [][]any
-}
-
-// AppendJSON appends s as a JSON array of objects.
-func AppendJSON(dst []byte, s Set) []byte {
-	dst = append(dst, '[')
-	for r, row := range s.Rows {
-		if r > 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, '{')
-		for i, col := range s.Columns {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = AppendString(dst, col.Name)
-			dst = append(dst, ':')
-			dst = appendValue(dst, col.Kind, row[i])
-		}
-		dst = append(dst, '}')
-	}
-	return append(dst, ']')
 }
 
 func appendValue(dst []byte, kind Kind, v any) []byte {

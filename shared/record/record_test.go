@@ -2,12 +2,13 @@ package record
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"testing"
 	"time"
 )
 
-func TestAppendJSON(t *testing.T) {
+func TestEncoderValues(t *testing.T) {
 	ts := time.Date(2024, 2, 29, 13, 14, 15, 123400000, time.Local)
 	tests := []struct {
 		name string
@@ -37,7 +38,7 @@ func TestAppendJSON(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := string(AppendJSON(nil, Set{Columns: []Column{{Name: "V", Kind: tt.kind}}, Rows: [][]any{{tt.v}}}))
+			got := string(encode(t, Limits{}, []Column{{Name: "V", Kind: tt.kind}}, []any{tt.v}))
 			want := `[{"V":` + tt.want + `}]`
 			if got != want {
 				t.Fatalf("got %s, want %s", got, want)
@@ -49,13 +50,66 @@ func TestAppendJSON(t *testing.T) {
 	}
 }
 
-func TestAppendJSONKeepsColumnOrder(t *testing.T) {
-	s := Set{Columns: []Column{{Name: "Z"}, {Name: "A"}, {Name: "M"}}, Rows: [][]any{{"1", "2", "3"}, {"4", nil, "6"}}}
-	if got := string(AppendJSON(nil, s)); got != `[{"Z":"1","A":"2","M":"3"},{"Z":"4","A":null,"M":"6"}]` {
+// encode encodes rows with no prefix and no suffix.
+func encode(t testing.TB, lim Limits, cols []Column, rows ...[]any) []byte {
+	t.Helper()
+	e := NewEncoder("", lim)
+	e.Columns(cols)
+	for _, r := range rows {
+		if err := e.Row(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return e.Finish("")
+}
+
+func TestEncoderKeepsColumnOrder(t *testing.T) {
+	cols := []Column{{Name: "Z"}, {Name: "A"}, {Name: "M"}}
+	if got := string(encode(t, Limits{}, cols, []any{"1", "2", "3"}, []any{"4", nil, "6"})); got != `[{"Z":"1","A":"2","M":"3"},{"Z":"4","A":null,"M":"6"}]` {
 		t.Fatal(got)
 	}
-	if got := string(AppendJSON(nil, Set{})); got != `[]` {
+	if got := string(encode(t, Limits{}, cols)); got != `[]` {
 		t.Fatal(got)
+	}
+}
+
+func TestEncoderLimits(t *testing.T) {
+	cols := []Column{{Name: "V"}}
+	row := []any{`<"x">`}
+	tests := []struct {
+		name    string
+		lim     Limits
+		fits    int // rows encoded before the limit
+		wantErr error
+	}{
+		{"rows", Limits{MaxRows: 3}, 3, ErrTooManyRows},
+		// Each row's quotes and < > grow when written as a JSON string:
+		// counted as plain JSON text, four rows would fit.
+		{"bytes count the JSON string form", Limits{MaxBytes: 100}, 2, ErrTooLarge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := NewEncoder(`{"data":`, tt.lim)
+			e.Columns(cols)
+			var err error
+			for err == nil && e.Rows() < 1000 {
+				err = e.Row(row)
+			}
+			if !errors.Is(err, tt.wantErr) || e.Rows() != tt.fits {
+				t.Fatalf("stopped after %d rows with %v, want %d rows and %v", e.Rows(), err, tt.fits, tt.wantErr)
+			}
+			got := e.Finish("}")
+			if !json.Valid(got) {
+				t.Fatalf("the answer after the refused row is not JSON: %s", got)
+			}
+			if tt.lim.MaxBytes > 0 && StringSize(got) > tt.lim.MaxBytes {
+				t.Fatalf("answer of %d bytes as a JSON string passes the limit %d", StringSize(got), tt.lim.MaxBytes)
+			}
+			e.Reset()
+			if e.Rows() != 0 || string(e.Finish("}")) != `{"data":[]}` {
+				t.Fatalf("Reset left %d rows", e.Rows())
+			}
+		})
 	}
 }
 
@@ -66,6 +120,23 @@ func FuzzAppendString(f *testing.F) {
 		var back string
 		if err := json.Unmarshal(b, &back); err != nil {
 			t.Fatalf("%q -> invalid JSON %s", s, b)
+		}
+	})
+}
+
+// StringSize must agree with what encoding/json (and so the Lambda runtime)
+// makes of a body, or an answer could pass Lambda's limit unrefused.
+func FuzzStringSize(f *testing.F) {
+	for _, s := range []string{"", `{"a":"<b>&\"\u0001"}`, "\u2028\u2029\b\f", "\xff\xfe", "ñ\x7f"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := json.Marshal(string(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := StringSize(b), len(m)-2; got != want {
+			t.Fatalf("StringSize(%q) = %d, encoding/json writes %d", b, got, want)
 		}
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/erp-gateway/gateway/shared/firebird"
@@ -113,4 +114,14 @@ func (f *File) Lookup(_ context.Context, name string) (Instance, error) {
 		return Instance{}, ErrUnknown
 	}
 	return inst, nil
+}
+
+// Names lists the file's instances, sorted.
+func (f *File) Names() []string {
+	names := make([]string, 0, len(f.instances))
+	for name := range f.instances {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
 }

@@ -1,0 +1,153 @@
+package main_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/erp-gateway/gateway/shared/fbtest"
+	"github.com/erp-gateway/gateway/shared/tenants"
+)
+
+// server is the real local server binary, started on a free port.
+type server struct {
+	base string
+	cmd  *exec.Cmd
+}
+
+func build(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "localserver")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("building the local server: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func instancesFile(t *testing.T) string {
+	t.Helper()
+	data, err := json.Marshal(map[string]tenants.Instance{"demo": {Config: fbtest.Demo(t), AllowAnonymous: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "instances.json")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func start(t *testing.T, bin string, env ...string) *server {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cmd := exec.Command(bin, "-addr", addr, "-instances", instancesFile(t))
+	cmd.Env = append(os.Environ(), env...)
+	var logs strings.Builder
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("server output:\n%s", logs.String())
+		}
+	})
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return &server{base: "http://" + addr + "/demo/RestServerIsapi.dll/api/v1/TServiceRestInterface/", cmd: cmd}
+		}
+	}
+	t.Fatal("the local server did not listen within 10 s")
+	return nil
+}
+
+func (s *server) post(t *testing.T, endpoint, body string) (int, string) {
+	t.Helper()
+	resp, err := http.Post(s.base+endpoint, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+func peakRSS(t *testing.T, pid int) string {
+	t.Helper()
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
+
+func TestLocalServerServesACatalogFile(t *testing.T) {
+	s := start(t, build(t), "GATEWAY_CATALOG=../catalog.demo.json")
+
+	began := time.Now()
+	status, body := s.post(t, "executequery", `{"CLAVE":"Get_Inventario_Precio","FECHA_CORTE_":"22.11.2026","REFERENCIA_":""}`)
+	took := time.Since(began)
+	var a struct {
+		CodError int               `json:"cod_error"`
+		Data     []json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(body), &a); err != nil || status != 200 || a.CodError != 0 || len(a.Data) != 20000 {
+		t.Fatalf("bulk read: HTTP %d, %d rows (%v): %.300s", status, len(a.Data), err, body)
+	}
+	t.Logf("20,000-row Get_Inventario_Precio on the local server: %s, %d bytes, peak RSS of the server %s",
+		took.Round(time.Millisecond), len(body), peakRSS(t, s.cmd.Process.Pid))
+
+	status, body = s.post(t, "execute", `{"CLAVE":"Set_Precio","REFERENCIA_":"INV19998","FECHA_":"01.01.2031","PRECIO_":"10.5"}`)
+	if status != 200 || !strings.Contains(body, `"CODIGO":"INV19998"`) || !strings.Contains(body, `"PRECIO":10.5000,"FECHA_PRECIO":"2031-01-01"`) {
+		t.Fatalf("Set_Precio: HTTP %d %s", status, body)
+	}
+	// The specification's operations answer as they did.
+	status, body = s.post(t, "executequery", `{"CLAVE":"Get_Terceros","CODIGO":"NADIE"}`)
+	if status != 200 || !strings.Contains(body, `***EL TERCERO NADIE NO EXISTE***`) {
+		t.Fatalf("Get_Terceros: HTTP %d %s", status, body)
+	}
+}
+
+func TestLocalServerRefusesAMalformedCatalog(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "catalog.json")
+	if err := os.WriteFile(bad, []byte(`{"operations":[{"clave":"Set_X","endpoint":"execute","procedure":"REST_X","params":[{"name":"PRECIO_","kind":"decimal","precision":18}],"read_back":{"procedure":"REST_Y"}}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, build(t), "-addr", "127.0.0.1:0", "-instances", instancesFile(t))
+	cmd.Env = append(os.Environ(), "GATEWAY_CATALOG="+bad)
+	out, err := cmd.CombinedOutput()
+	if err == nil || ctx.Err() != nil {
+		t.Fatalf("the server started with a malformed catalog: %v %s", err, out)
+	}
+	want := `operations[0] \"Set_X\": params[0] \"PRECIO_\": precision, scale`
+	if !strings.Contains(string(out), want) {
+		t.Fatalf("its output does not name the entry and the field (%s): %s", want, out)
+	}
+}

@@ -1,0 +1,170 @@
+package catalog
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// defaultJSON is the specification's four operations, the catalog served
+// when a deployment names none.
+//
+//go:embed default.json
+var defaultJSON []byte
+
+// Default is the catalog of the specification.
+func Default() *Catalog {
+	c, err := Decode(defaultJSON)
+	if err != nil {
+		panic(err) // embedded and covered by a test
+	}
+	return c
+}
+
+// DefaultOperations returns a fresh copy of the specification's operations,
+// for a test that adds its own.
+func DefaultOperations() []Operation {
+	ops, err := decodeOperations(defaultJSON)
+	if err != nil {
+		panic(err) // embedded and covered by a test
+	}
+	return ops
+}
+
+// LoadFile reads a catalog file (README, "The catalog"). Its errors name the
+// file, the entry and the field.
+func LoadFile(path string) (*Catalog, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	c, err := Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("catalog %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Decode reads a catalog from its JSON.
+func Decode(data []byte) (*Catalog, error) {
+	ops, err := decodeOperations(data)
+	if err != nil {
+		return nil, err
+	}
+	return New(ops)
+}
+
+// The file's shape; catalog.schema.json describes the same.
+type (
+	fileCatalog struct {
+		Schema     string            `json:"$schema"`
+		Comment    string            `json:"$comment"`
+		Operations []json.RawMessage `json:"operations"`
+	}
+	fileOperation struct {
+		Comment   string            `json:"$comment"`
+		Clave     string            `json:"clave"`
+		Endpoint  Endpoint          `json:"endpoint"`
+		Procedure string            `json:"procedure"`
+		Params    []json.RawMessage `json:"params"`
+		ReadBack  *fileReadBack     `json:"read_back"`
+		MaxRows   int               `json:"max_rows"`
+	}
+	fileReadBack struct {
+		Procedure string   `json:"procedure"`
+		Params    []string `json:"params"`
+	}
+	fileParam struct {
+		Comment   string `json:"$comment"`
+		Name      string `json:"name"`
+		Kind      Kind   `json:"kind"`
+		MaxChars  int    `json:"max_chars"`
+		Required  bool   `json:"required"`
+		Format    string `json:"format"`
+		Bits      int    `json:"bits"`
+		Precision *int   `json:"precision"`
+		Scale     *int   `json:"scale"`
+	}
+)
+
+// decodeOperations decodes entry by entry, so that an error names the entry
+// and the field it is in.
+func decodeOperations(data []byte) ([]Operation, error) {
+	var f fileCatalog
+	if err := strict(data, &f); err != nil {
+		return nil, err
+	}
+	if len(f.Operations) == 0 {
+		return nil, errors.New("operations: the catalog has none")
+	}
+	ops := make([]Operation, len(f.Operations))
+	for i, raw := range f.Operations {
+		var fo fileOperation
+		if err := strict(raw, &fo); err != nil {
+			return nil, fmt.Errorf("operations[%d]%s: %w", i, claveOf(raw), err)
+		}
+		op := Operation{Clave: fo.Clave, Endpoint: fo.Endpoint, Procedure: fo.Procedure, MaxRows: fo.MaxRows}
+		if fo.ReadBack != nil {
+			op.ReadBack = &ReadBack{Procedure: fo.ReadBack.Procedure, Params: fo.ReadBack.Params}
+		}
+		for j, rawParam := range fo.Params {
+			var fp fileParam
+			if err := strict(rawParam, &fp); err != nil {
+				return nil, fmt.Errorf("operations[%d] %q: params[%d]: %w", i, fo.Clave, j, err)
+			}
+			if fp.Kind == Decimal && (fp.Precision == nil || fp.Scale == nil) {
+				return nil, fmt.Errorf("operations[%d] %q: params[%d] %q: precision, scale: a decimal parameter needs both, as in NUMERIC(precision, scale)", i, fo.Clave, j, fp.Name)
+			}
+			op.Params = append(op.Params, Param{Name: fp.Name, Kind: fp.Kind, MaxLen: fp.MaxChars, Required: fp.Required,
+				Format: fp.Format, Bits: fp.Bits, Precision: deref(fp.Precision), Scale: deref(fp.Scale)})
+		}
+		ops[i] = op
+	}
+	return ops, nil
+}
+
+func deref(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// strict decodes one JSON value into v, refusing fields v does not have and
+// anything after the value.
+func strict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var syn *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &syn):
+			return fmt.Errorf("not valid JSON at byte %d: %w", syn.Offset, err)
+		case errors.As(err, &typ):
+			return fmt.Errorf("%s: %s where %s belongs", typ.Field, typ.Value, typ.Type)
+		case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+			return errors.New("not valid JSON: it ends too early")
+		}
+		return err // "json: unknown field ..." names the field
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("more than one JSON value")
+	}
+	return nil
+}
+
+// claveOf finds an entry's clave for an error message, if it has one.
+func claveOf(raw json.RawMessage) string {
+	var named struct {
+		Clave string `json:"clave"`
+	}
+	if json.Unmarshal(raw, &named) != nil || named.Clave == "" {
+		return ""
+	}
+	return fmt.Sprintf(" %q", named.Clave)
+}

@@ -1,0 +1,201 @@
+package catalog
+
+import (
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// catalogFiles are the catalogs the repository ships.
+var catalogFiles = []string{"default.json", "../../infra/catalog.demo.json"}
+
+func TestShippedCatalogsLoad(t *testing.T) {
+	for _, f := range catalogFiles {
+		if _, err := LoadFile(f); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// schema compiles catalog.schema.json, the published description of the file.
+func schema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	c := jsonschema.NewCompiler()
+	s, err := c.Compile("catalog.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func validate(t *testing.T, s *jsonschema.Schema, data []byte) error {
+	t.Helper()
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Validate(v)
+}
+
+// The schema and the loader must agree: every shipped catalog passes both,
+// every malformed one below fails both, except what JSON Schema cannot say
+// (one entry against another).
+func TestSchemaAgreesWithTheLoader(t *testing.T) {
+	s := schema(t)
+	for _, f := range catalogFiles {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := validate(t, s, data); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	loaderOnly := map[string]bool{"not JSON": true, "duplicate CLAVE": true, "parameter twice": true, "read-back of an unknown parameter": true}
+	for _, tt := range malformed {
+		if loaderOnly[tt.name] {
+			continue
+		}
+		if validate(t, s, []byte(tt.doc)) == nil {
+			t.Errorf("%s: the schema accepts it", tt.name)
+		}
+	}
+}
+
+// op wraps one operation entry into a catalog document.
+func op(entry string) string { return `{"operations":[` + entry + `]}` }
+
+var malformed = []struct {
+	name, doc string
+	want      string // the error names the entry and the field
+}{
+	{"not JSON", `{"operations":[`, "not valid JSON"},
+	{"no operations", `{"operations":[]}`, "operations: the catalog has none"},
+	{"unknown top-level field", `{"operations":[], "extra":1}`, `unknown field "extra"`},
+	{"misspelt field", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","parms":[]}`), `operations[0] "Get_X": json: unknown field "parms"`},
+	{"wrong type", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","max_rows":"10"}`), `operations[0] "Get_X": max_rows: string where int belongs`},
+	{"unknown endpoint", op(`{"clave":"Get_X","endpoint":"query","procedure":"P"}`), `operations[0] "Get_X": endpoint: "query" is neither`},
+	{"SQL in a procedure name", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P; DROP TABLE T"}`), `operations[0] "Get_X": procedure: "P; DROP TABLE T" is not a plain identifier`},
+	{"duplicate CLAVE", `{"operations":[{"clave":"Get_X","endpoint":"executequery","procedure":"P"},{"clave":"Get_X","endpoint":"executequery","procedure":"Q"}]}`, `operations[1] "Get_X": clave: defined twice`},
+	{"text without length", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","params":[{"name":"A"}]}`), `operations[0] "Get_X": params[0] "A": max_chars:`},
+	{"unknown kind", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","params":[{"name":"A","kind":"datetime"}]}`), `params[0] "A": kind: "datetime" is not one of text, date, integer, decimal`},
+	{"date format without a year", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","params":[{"name":"A","kind":"date","format":"DD.MM"}]}`), `params[0] "A": format: "DD.MM": DD, MM and YYYY must each appear once`},
+	{"two-digit year", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","params":[{"name":"A","kind":"date","format":"DD/MM/YY"}]}`), `params[0] "A": format: "DD/MM/YY": only DD, MM, YYYY`},
+	{"decimal too precise", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","params":[{"name":"A","kind":"decimal","precision":40,"scale":2}]}`), `params[0] "A": precision: 40 is not between 1 and 18`},
+	{"decimal without scale", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","params":[{"name":"A","kind":"decimal","precision":18}]}`), `params[0] "A": precision, scale: a decimal parameter needs both`},
+	{"integer of 8 bits", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","params":[{"name":"A","kind":"integer","bits":8}]}`), `params[0] "A": bits: 8 is not 16`},
+	{"length on a date", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","params":[{"name":"A","kind":"date","max_chars":10}]}`), `params[0] "A": max_chars: only a text parameter has one`},
+	{"parameter named CLAVE", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","params":[{"name":"CLAVE","max_chars":1}]}`), `params[0] "CLAVE": name:`},
+	{"parameter twice", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","params":[{"name":"A","max_chars":1},{"name":"A","max_chars":1}]}`), `params[1] "A": name: defined twice`},
+	{"write without read-back", op(`{"clave":"Set_X","endpoint":"execute","procedure":"P"}`), `operations[0] "Set_X": read_back: a write on execute needs`},
+	{"read with read-back", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","read_back":{"procedure":"Q"}}`), `operations[0] "Get_X": read_back: only a write`},
+	{"read-back of an unknown parameter", op(`{"clave":"Set_X","endpoint":"execute","procedure":"P","params":[{"name":"A","max_chars":1}],"read_back":{"procedure":"Q","params":["B"]}}`), `read_back.params[0]: "B" is not a parameter`},
+	{"negative row cap", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","max_rows":-1}`), `max_rows: -1 is negative`},
+}
+
+func TestMalformedCatalogsNameEntryAndField(t *testing.T) {
+	for _, tt := range malformed {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Decode([]byte(tt.doc))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %q does not name %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadFileNamesTheFile(t *testing.T) {
+	path := t.TempDir() + "/bad.json"
+	if err := os.WriteFile(path, []byte(malformed[9].doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadFile(path)
+	if err == nil || !strings.HasPrefix(err.Error(), "catalog "+path+": operations[0]") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestTypedParameters(t *testing.T) {
+	c, err := Decode([]byte(op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","params":[
+		{"name":"FECHA_","kind":"date","required":true},
+		{"name":"ISO","kind":"date","format":"YYYY-MM-DD"},
+		{"name":"N","kind":"integer","bits":16},
+		{"name":"BIG","kind":"integer","bits":64},
+		{"name":"PRECIO","kind":"decimal","precision":6,"scale":2},
+		{"name":"REF_","max_chars":5}]}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name   string
+		fields string
+		code   Code
+		args   []any
+	}{
+		{"the original's dates and NA", `"FECHA_":"22.11.2026","ISO":"NA","N":"NA","PRECIO":"","REF_":"NA"`, 0, []any{day, nil, nil, nil, nil, "NA"}},
+		{"every kind", `"FECHA_":"22.11.2026","ISO":"2026-11-22","N":"-32768","BIG":9223372036854775807,"PRECIO":"1234.5","REF_":""`, 0, []any{day, day, int64(-32768), int64(9223372036854775807), "1234.5", ""}},
+		{"decimal forms", `"FECHA_":"22.11.2026","PRECIO":"+0001234.50"`, 0, []any{day, nil, nil, nil, "1234.5", nil}},
+		{"decimal as a JSON number with exponent", `"FECHA_":"22.11.2026","PRECIO":1.5e2`, 0, []any{day, nil, nil, nil, "150", nil}},
+		{"negative zero", `"FECHA_":"22.11.2026","PRECIO":"-0.00"`, 0, []any{day, nil, nil, nil, "0", nil}},
+		{"leap day", `"FECHA_":"29.02.2028"`, 0, []any{time.Date(2028, 2, 29, 0, 0, 0, 0, time.UTC), nil, nil, nil, nil, nil}},
+		{"no 29 February in 2026", `"FECHA_":"29.02.2026"`, CodeParamFormat, nil},
+		{"one-digit day", `"FECHA_":"1.11.2026"`, CodeParamFormat, nil},
+		{"ISO where DD.MM.YYYY is named", `"FECHA_":"2026-11-22"`, CodeParamFormat, nil},
+		{"a date is a string", `"FECHA_":20261122`, CodeParamNotString, nil},
+		{"required date given as NA", `"FECHA_":"NA"`, CodeParamMissing, nil},
+		{"required date empty", `"FECHA_":""`, CodeParamMissing, nil},
+		{"SMALLINT overflow", `"FECHA_":"22.11.2026","N":"32768"`, CodeParamFormat, nil},
+		{"integer with decimals", `"FECHA_":"22.11.2026","N":1.0`, CodeParamFormat, nil},
+		{"too many decimals", `"FECHA_":"22.11.2026","PRECIO":"1.005"`, CodeParamFormat, nil},
+		{"too many digits", `"FECHA_":"22.11.2026","PRECIO":"12345"`, CodeParamFormat, nil},
+		{"decimal comma", `"FECHA_":"22.11.2026","PRECIO":"1,5"`, CodeParamFormat, nil},
+		{"a number is not text", `"FECHA_":"22.11.2026","REF_":12`, CodeParamNotString, nil},
+		{"a boolean is not a number", `"FECHA_":"22.11.2026","N":true`, CodeParamNotString, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			call, refused := c.Parse(ExecuteQuery, []byte(`{"CLAVE":"Get_X",`+tt.fields+`}`))
+			if tt.code != 0 {
+				if refused == nil || refused.Code != tt.code {
+					t.Fatalf("got %v, want cod_error %d", refused, tt.code)
+				}
+				return
+			}
+			if refused != nil {
+				t.Fatalf("refused: %v", refused)
+			}
+			if !reflect.DeepEqual(call.Args, tt.args) {
+				t.Fatalf("args %#v, want %#v", call.Args, tt.args)
+			}
+		})
+	}
+}
+
+func TestRefusalMessagesOfTypedParameters(t *testing.T) {
+	c, err := LoadFile("../../infra/catalog.demo.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]string{
+		`{"CLAVE":"Get_Inventario_Precio","FECHA_CORTE_":"2026-11-22"}`:                      "FECHA_CORTE_ must be a date written DD.MM.YYYY, e.g. 22.11.2026",
+		`{"CLAVE":"Set_Precio","REFERENCIA_":"R","FECHA_":"22.11.2026","PRECIO_":"1.23456"}`: "PRECIO_ must be a number with at most 14 digits before the decimal point and 4 after it (NUMERIC(18,4)), written with a point: more than 4 decimals",
+	}
+	for body, want := range tests {
+		endpoint := ExecuteQuery
+		if strings.Contains(body, "Set_") {
+			endpoint = Execute
+		}
+		_, refused := c.Parse(endpoint, []byte(body))
+		if refused == nil || refused.Message != want {
+			t.Errorf("%s: got %v, want %q", body, refused, want)
+		}
+	}
+}

@@ -1,0 +1,140 @@
+package catalog
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math/big"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// dateLayout turns a format such as DD.MM.YYYY into Go's layout. Each of DD,
+// MM and YYYY appears once; between them only the separators . / - and space.
+func dateLayout(format string) (string, error) {
+	var b strings.Builder
+	seen := map[string]bool{}
+	for rest := format; rest != ""; {
+		token := ""
+		switch {
+		case strings.HasPrefix(rest, "YYYY"):
+			token = "YYYY"
+			b.WriteString("2006")
+		case strings.HasPrefix(rest, "MM"):
+			token = "MM"
+			b.WriteString("01")
+		case strings.HasPrefix(rest, "DD"):
+			token = "DD"
+			b.WriteString("02")
+		case strings.ContainsRune("./- ", rune(rest[0])):
+			b.WriteByte(rest[0])
+			rest = rest[1:]
+			continue
+		default:
+			return "", fmt.Errorf("%q: only DD, MM, YYYY and the separators . / - and space may appear", format)
+		}
+		if seen[token] {
+			return "", fmt.Errorf("%q: %s appears twice", format, token)
+		}
+		seen[token] = true
+		rest = rest[len(token):]
+	}
+	if len(seen) != 3 {
+		return "", fmt.Errorf("%q: DD, MM and YYYY must each appear once", format)
+	}
+	return b.String(), nil
+}
+
+// absent reports whether a typed parameter's value means "not given": the
+// original service's clients write "" or NA for a value they do not use.
+func absent(s string) bool { return s == "" || s == "NA" }
+
+// value checks one request value against p and returns what the procedure is
+// passed: a string (text and decimal), a time.Time (date) or an int64
+// (integer).
+func (p Param) value(s string) (any, error) {
+	switch p.Kind {
+	case Date:
+		layout, _ := dateLayout(p.Format) // checked by New
+		t, err := time.Parse(layout, s)
+		if err != nil || t.Year() < 1 {
+			return nil, fmt.Errorf("%s must be a date written %s, e.g. %s", p.Name, p.Format, time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC).Format(layout))
+		}
+		return t, nil
+	case Integer:
+		n, err := strconv.ParseInt(s, 10, p.Bits)
+		if err != nil {
+			return nil, fmt.Errorf("%s must be a whole number of %d bits (%d to %d)", p.Name, p.Bits, -(int64(1) << (p.Bits - 1)), int64(1)<<(p.Bits-1)-1)
+		}
+		return n, nil
+	case Decimal:
+		d, err := decimal(s, p.Precision, p.Scale)
+		if err != nil {
+			return nil, fmt.Errorf("%s must be a number with at most %d digits before the decimal point and %d after it (NUMERIC(%d,%d)), written with a point: %w", p.Name, p.Precision-p.Scale, p.Scale, p.Precision, p.Scale, err)
+		}
+		return d, nil
+	}
+	return s, nil
+}
+
+var errNotNumber = errors.New("not a number")
+
+// decimal checks s as a plain decimal number (an optional sign, digits, an
+// optional point and digits; a JSON number's exponent is accepted when the
+// value is exact) and returns it in the form Firebird converts exactly.
+func decimal(s string, precision, scale int) (string, error) {
+	if strings.ContainsAny(s, "eE") {
+		// A JSON number such as 1.5e2: expand it exactly.
+		r, ok := new(big.Rat).SetString(s)
+		if !ok {
+			return "", errNotNumber
+		}
+		s = r.FloatString(scale)
+		if r2, _ := new(big.Rat).SetString(s); r2 == nil || r2.Cmp(r) != 0 {
+			return "", fmt.Errorf("more than %d decimals", scale)
+		}
+	}
+	sign := ""
+	body := strings.TrimPrefix(s, "+")
+	if b, ok := strings.CutPrefix(body, "-"); ok {
+		sign, body = "-", b
+	}
+	whole, frac, hasPoint := strings.Cut(body, ".")
+	if whole == "" && frac == "" || hasPoint && frac == "" || !digitsOnly(whole) || !digitsOnly(frac) {
+		return "", errNotNumber
+	}
+	whole = strings.TrimLeft(whole, "0")
+	if len(whole) > precision-scale {
+		return "", errors.New("too many digits before the point")
+	}
+	frac = strings.TrimRight(frac, "0")
+	if len(frac) > scale {
+		return "", fmt.Errorf("more than %d decimals", scale)
+	}
+	// The form Firebird converts exactly: no +, no leading zeros, no empty
+	// whole part.
+	out := sign + cmp.Or(whole, "0")
+	if frac != "" {
+		out += "." + frac
+	}
+	if out == "-0" {
+		out = "0"
+	}
+	return out, nil
+}
+
+func digitsOnly(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// textOK reports whether s can be stored: valid UTF-8 without NUL.
+func textOK(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0) && !strings.ContainsRune(s, utf8.RuneError)
+}

@@ -1,0 +1,62 @@
+package gateway_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/erp-gateway/gateway/shared/fbtest"
+	"github.com/erp-gateway/gateway/shared/gateway"
+	"github.com/erp-gateway/gateway/shared/record"
+)
+
+func TestAnswersBeyondTheirLimitsAreRefused(t *testing.T) {
+	setupRows(t, fbtest.Demo(t))
+	e := demoEnv(t, gateway.Config{})
+	admin := fbtest.Open(t, fbtest.Admin(t, fbtest.Demo(t)))
+	read := func(clave string, n int) response {
+		return e.post(t, path("demo", "executequery"), fmt.Sprintf(`{"CLAVE":%q,"N":"%d"}`, clave, n))
+	}
+	// 400 rows are 2.4 MB of JSON text, but 8 MB written as the JSON string
+	// Lambda returns; 250 rows are 5 MB that way.
+	tests := []struct {
+		name   string
+		clave  string
+		n      int
+		status int
+		code   int
+		rows   int
+		text   string
+	}{
+		{"at the row limit", "Get_Filas_100", 100, 200, 0, 100, ""},
+		{"one row over it", "Get_Filas_100", 101, 422, 1301, 0, "the answer of CLAVE Get_Filas_100 has more than 100 rows, its limit; ask for fewer (narrow the parameters)"},
+		{"under Lambda's limit", "Get_Filas", 250, 200, 0, 250, ""},
+		{"over Lambda's limit as Lambda counts", "Get_Filas", 400, 422, 1302, 0, fmt.Sprintf("the answer of CLAVE Get_Filas would pass %d bytes, the most this service can return; ask for fewer rows (narrow the parameters)", gateway.DefaultMaxAnswer)},
+		{"the connection serves on", "Get_Filas_100", 3, 200, 0, 3, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := read(tt.clave, tt.n)
+			if r.Status != tt.status || *r.Body.CodError != tt.code || len(r.Body.Data) != tt.rows {
+				t.Fatalf("HTTP %d, cod_error %d, %d rows; want %d, %d, %d rows: %.300s", r.Status, *r.Body.CodError, len(r.Body.Data), tt.status, tt.code, tt.rows, r.Raw)
+			}
+			if tt.text != "" && (r.Body.ExExecSQL == nil || *r.Body.ExExecSQL != tt.text) {
+				t.Fatalf("ex_execsql %q, want %q", *r.Body.ExExecSQL, tt.text)
+			}
+			if size := record.StringSize([]byte(r.Raw)); size > gateway.DefaultMaxAnswer {
+				t.Fatalf("an answer of %d bytes as a JSON string was sent", size)
+			}
+		})
+	}
+
+	t.Run("a write whose answer is too large writes nothing", func(t *testing.T) {
+		body := `{"CLAVE":"Set_Terceros_Answer_Too_Large","CODIGO":"400","DV":"1","NATURALEZA":"N","RAZON_COMERCIAL":"x","DIRECCION":"x","CODIDENTIDAD":"CC","CODSOCIEDAD":"PN","CODPAIS":"CO","CODMUNICIPIO":"05001"}`
+		r := e.post(t, path("demo", "execute"), body)
+		if r.Status != 422 || *r.Body.CodError != 1302 || !strings.Contains(*r.Body.ExExecSQL, "; nothing was written;") {
+			t.Fatalf("HTTP %d %.300s", r.Status, r.Raw)
+		}
+		if n := count(t, admin, `SELECT COUNT(*) FROM TERCEROS WHERE CODIGO = '400'`); n != 0 {
+			t.Fatalf("the write was committed: %d rows", n)
+		}
+	})
+}

@@ -1,0 +1,137 @@
+package record
+
+import (
+	"errors"
+	"unicode/utf8"
+)
+
+// Limits bound an answer while it is encoded. Zero means no bound.
+type Limits struct {
+	MaxRows int
+	// MaxBytes bounds the answer's size as a JSON string, the form in which
+	// a Lambda function returns a body to API Gateway (see StringSize).
+	MaxBytes int
+}
+
+// The limit an answer reached; Encoder.Row returns them.
+var (
+	ErrTooManyRows = errors.New("record: more rows than the limit")
+	ErrTooLarge    = errors.New("record: answer larger than the limit")
+)
+
+// Encoder writes an answer's rows as a JSON array as they arrive, after a
+// prefix, into one buffer.
+type Encoder struct {
+	lim    Limits
+	prefix int // bytes of the prefix and the array's "["
+	buf    []byte
+	cols   []Column
+	rows   int
+	extra  int // what escaping the buffer as a JSON string adds to it
+}
+
+// NewEncoder starts an answer with prefix, e.g. `{"cod_error":0,"data":`.
+func NewEncoder(prefix string, lim Limits) *Encoder {
+	e := &Encoder{lim: lim, buf: make([]byte, 0, 4096)}
+	e.buf = append(append(e.buf, prefix...), '[')
+	e.prefix = len(e.buf)
+	e.extra = stringExtra(e.buf)
+	return e
+}
+
+// Reset drops the rows encoded so far, for a call that starts over.
+func (e *Encoder) Reset() {
+	e.extra -= stringExtra(e.buf[e.prefix:])
+	e.buf = e.buf[:e.prefix]
+	e.cols, e.rows = nil, 0
+}
+
+// Columns sets the columns of the rows that follow.
+func (e *Encoder) Columns(cols []Column) { e.cols = cols }
+
+// Rows is how many rows were encoded.
+func (e *Encoder) Rows() int { return e.rows }
+
+// Row encodes one row; vals[i] is column i's value (see Kind), nil for
+// NULL. It keeps nothing of vals, so the caller may reuse it and the values'
+// buffers. Past a limit it encodes nothing and returns ErrTooManyRows or
+// ErrTooLarge.
+func (e *Encoder) Row(vals []any) error {
+	if e.lim.MaxRows > 0 && e.rows >= e.lim.MaxRows {
+		return ErrTooManyRows
+	}
+	start := len(e.buf)
+	if e.rows > 0 {
+		e.buf = append(e.buf, ',')
+	}
+	e.buf = append(e.buf, '{')
+	for i, col := range e.cols {
+		if i > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		e.buf = AppendString(e.buf, col.Name)
+		e.buf = append(e.buf, ':')
+		var v any
+		if i < len(vals) {
+			v = vals[i]
+		}
+		e.buf = appendValue(e.buf, col.Kind, v)
+	}
+	e.buf = append(e.buf, '}')
+	extra := stringExtra(e.buf[start:])
+	// Room for the closing "]" and a suffix of a few bytes.
+	if e.lim.MaxBytes > 0 && len(e.buf)+e.extra+extra+8 > e.lim.MaxBytes {
+		e.buf = e.buf[:start]
+		return ErrTooLarge
+	}
+	e.extra += extra
+	e.rows++
+	return nil
+}
+
+// Finish closes the array, appends suffix and returns the answer.
+func (e *Encoder) Finish(suffix string) []byte {
+	return append(append(e.buf, ']'), suffix...)
+}
+
+// StringSize is len(b) written as a JSON string by encoding/json, without the
+// quotes: what a body of b costs inside a Lambda function's response, whose
+// 6 MB limit counts that form.
+func StringSize(b []byte) int { return len(b) + stringExtra(b) }
+
+// stringExtra is what encoding/json's escaping adds to b: a backslash before
+// " and \, \u00XX for control characters and for < > & (HTML-safe by
+// default), \u2028 and \u2029 for those two separators, \ufffd for invalid
+// UTF-8.
+func stringExtra(b []byte) int {
+	n := 0
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				n++
+			case c == '<' || c == '>' || c == '&':
+				n += 5
+			case c < 0x20:
+				switch c {
+				case '\n', '\r', '\t', '\b', '\f':
+					n++
+				default:
+					n += 5
+				}
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(b[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			n += 5 // one byte becomes \ufffd
+		case r == '\u2028' || r == '\u2029':
+			n += 3
+		}
+		i += size
+	}
+	return n
+}
