@@ -1,6 +1,8 @@
 package catalog
 
 import (
+	"encoding/json"
+	"math/big"
 	"os"
 	"reflect"
 	"strings"
@@ -198,4 +200,49 @@ func TestRefusalMessagesOfTypedParameters(t *testing.T) {
 			t.Errorf("%s: got %v, want %q", body, refused, want)
 		}
 	}
+}
+
+// FuzzParse: any body either becomes a call or a refusal with a message,
+// never a panic; an accepted decimal is the number that was sent.
+func FuzzParse(f *testing.F) {
+	c, err := LoadFile("../../infra/catalog.demo.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, seed := range []string{
+		`{"CLAVE":"Set_Precio","REFERENCIA_":"R","FECHA_":"29.02.2028","PRECIO_":"-0001.5000"}`,
+		`{"CLAVE":"Set_Precio","REFERENCIA_":"R","FECHA_":"01.01.2026","PRECIO_":1.5e-3}`,
+		`{"CLAVE":"Set_Precio","REFERENCIA_":"R","FECHA_":"01.01.2026","PRECIO_":1e999999999}`,
+		`{"CLAVE":"Get_Inventario_Precio","FECHA_CORTE_":"NA","REFERENCIA_":"NA"}`,
+		`{"CLAVE":"Set_Terceros","CODIGO":"\u0000"}`,
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		for _, endpoint := range []Endpoint{ExecuteQuery, Execute} {
+			call, refused := c.Parse(endpoint, []byte(body))
+			if refused != nil {
+				if refused.Message == "" || refused.Code < 1001 {
+					t.Fatalf("refusal without a message or code: %+v", refused)
+				}
+				continue
+			}
+			for i, p := range call.Op.Params {
+				d, ok := call.Args[i].(string)
+				if p.Kind != Decimal || !ok {
+					continue
+				}
+				var sent map[string]json.RawMessage
+				if err := json.Unmarshal([]byte(body), &sent); err != nil {
+					t.Fatal(err)
+				}
+				raw := strings.Trim(string(sent[p.Name]), `"`)
+				a, okA := new(big.Rat).SetString(d)
+				b, okB := new(big.Rat).SetString(strings.TrimPrefix(raw, "+"))
+				if !okA || !okB || a.Cmp(b) != 0 {
+					t.Fatalf("%s %s was passed as %s", p.Name, raw, d)
+				}
+			}
+		}
+	})
 }

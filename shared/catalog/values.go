@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"math/big"
 	"strconv"
 	"strings"
 	"time"
@@ -82,28 +81,35 @@ func (p Param) value(s string) (any, error) {
 var errNotNumber = errors.New("not a number")
 
 // decimal checks s as a plain decimal number (an optional sign, digits, an
-// optional point and digits; a JSON number's exponent is accepted when the
-// value is exact) and returns it in the form Firebird converts exactly.
+// optional point and digits; an exponent as JSON numbers may have) and
+// returns it in the form Firebird converts exactly.
 func decimal(s string, precision, scale int) (string, error) {
-	if strings.ContainsAny(s, "eE") {
-		// A JSON number such as 1.5e2: expand it exactly.
-		r, ok := new(big.Rat).SetString(s)
-		if !ok {
-			return "", errNotNumber
-		}
-		s = r.FloatString(scale)
-		if r2, _ := new(big.Rat).SetString(s); r2 == nil || r2.Cmp(r) != 0 {
-			return "", fmt.Errorf("more than %d decimals", scale)
-		}
-	}
 	sign := ""
 	body := strings.TrimPrefix(s, "+")
 	if b, ok := strings.CutPrefix(body, "-"); ok {
 		sign, body = "-", b
 	}
+	body, exp, hasExp := strings.Cut(strings.ToLower(body), "e")
 	whole, frac, hasPoint := strings.Cut(body, ".")
 	if whole == "" && frac == "" || hasPoint && frac == "" || !digitsOnly(whole) || !digitsOnly(frac) {
 		return "", errNotNumber
+	}
+	if hasExp {
+		// Shift the point; an exponent this far out cannot give a NUMERIC
+		// of 18 digits, and bounding it keeps the work small.
+		e, err := strconv.Atoi(exp)
+		if err != nil || e < -64 || e > 64 {
+			return "", errNotNumber
+		}
+		digits, point := whole+frac, len(whole)+e
+		switch {
+		case point <= 0:
+			whole, frac = "", strings.Repeat("0", -point)+digits
+		case point >= len(digits):
+			whole, frac = digits+strings.Repeat("0", point-len(digits)), ""
+		default:
+			whole, frac = digits[:point], digits[point:]
+		}
 	}
 	whole = strings.TrimLeft(whole, "0")
 	if len(whole) > precision-scale {
