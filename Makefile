@@ -24,7 +24,7 @@ help:
 token:
 	@go run ./infra/minttoken
 
-.PHONY: help token run serve test bench load lint demo-db demo-reset firebird test-db build deploy local-api build-ExecuteQueryFunction build-ExecuteFunction check-catalog catalog-from-db
+.PHONY: help token run serve test bench load lint demo-db demo-reset firebird test-db build deploy local-api build-ExecuteQueryFunction build-ExecuteFunction check-catalog catalog-from-db doctor
 
 # The Lambda binaries: linux/arm64, static, no RPC shim, stripped. CATALOG=file
 # (make build, sam build) builds that catalog into both; without it they serve
@@ -63,6 +63,10 @@ serve:
 # Draft catalog entries from an instance's procedures, for review.
 catalog-from-db:
 	@go run ./infra/catalog from-db -instances $(INSTANCES) $(if $(INSTANCE),-instance $(INSTANCE)) -procedures '$(or $(PROCEDURES),REST_%)'
+
+# Compare a catalog (CATALOG=file, or the specification's) with each instance's database.
+doctor:
+	@go run ./infra/catalog doctor -instances $(INSTANCES) $(if $(CATALOG),-catalog $(CATALOG))
 
 # A catalog with an error stops the build, naming the entry and the field.
 check-catalog:

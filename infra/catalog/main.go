@@ -3,8 +3,9 @@
 //
 //	catalog check FILE...                      exit 1 naming the entry and field of the first error
 //	catalog from-db -instances F [-instance N] [-procedures 'REST_%']
+//	catalog doctor -instances F [-catalog FILE]  compare a catalog with each instance's database
 //
-// `make build` runs check; `make catalog-from-db` runs from-db.
+// `make build` runs check, `make catalog-from-db` from-db, `make doctor` doctor.
 package main
 
 import (
@@ -24,6 +25,7 @@ import (
 	_ "github.com/nakagami/firebirdsql"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/firebird"
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
@@ -39,6 +41,8 @@ func main() {
 		err = check(os.Args[2:])
 	case "from-db":
 		err = fromDB(ctx, os.Args[2:], os.Stdout, os.Stderr)
+	case "doctor":
+		err = doctor(ctx, os.Args[2:], os.Stdout)
 	default:
 		usage()
 	}
@@ -49,7 +53,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: catalog check FILE... | catalog from-db -instances FILE [-instance NAME] [-procedures 'REST_%']")
+	fmt.Fprintln(os.Stderr, "usage: catalog check FILE... | catalog from-db -instances FILE [-instance NAME] [-procedures 'REST_%'] | catalog doctor -instances FILE [-catalog FILE]")
 	os.Exit(2)
 }
 
@@ -62,6 +66,58 @@ func check(files []string) error {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "catalog %s: valid\n", f)
+	}
+	return nil
+}
+
+// errFindings makes the doctor's exit status 1 when a finding is fatal.
+var errFindings = errors.New("the catalog and a database disagree (fatal findings above)")
+
+func doctor(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	instancesPath := fs.String("instances", "infra/instances.demo.json", "instances file")
+	catalogPath := fs.String("catalog", "", "catalog file (default: the specification's operations)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	instances, err := tenants.LoadFile(*instancesPath)
+	if err != nil {
+		return err
+	}
+	cat := catalog.Default()
+	if *catalogPath != "" {
+		if cat, err = catalog.LoadFile(*catalogPath); err != nil {
+			return err
+		}
+	}
+	fatal := false
+	for _, name := range instances.Names() {
+		inst, err := instances.Lookup(ctx, name)
+		if err != nil {
+			return err
+		}
+		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		procs, err := firebird.Describe(dctx, inst.Config, cat.Procedures())
+		cancel()
+		if err != nil {
+			fmt.Fprintf(stdout, "%s: cannot read the database: %v\n", name, err)
+			fatal = true
+			continue
+		}
+		findings := cat.Diagnose(procs)
+		if len(findings) == 0 {
+			fmt.Fprintf(stdout, "%s: ok (%d operations, %d procedures)\n", name, len(cat.Claves()), len(cat.Procedures()))
+		}
+		for _, f := range findings {
+			level := "warning"
+			if f.Fatal {
+				level, fatal = "FATAL", true
+			}
+			fmt.Fprintf(stdout, "%s: %s: %s\n", name, level, f.Text)
+		}
+	}
+	if fatal {
+		return errFindings
 	}
 	return nil
 }

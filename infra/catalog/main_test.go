@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,5 +79,33 @@ func TestCheckNamesEntryAndField(t *testing.T) {
 	err := check([]string{"../catalog.demo.json", bad})
 	if err == nil || !strings.Contains(err.Error(), `operations[0] "Get_X": params[0] "A": bits: 8 is not 16`) {
 		t.Fatalf("got %v", err)
+	}
+}
+
+func TestDoctorTranscript(t *testing.T) {
+	data, err := json.Marshal(map[string]tenants.Instance{"demo": {Config: fbtest.Demo(t), AllowAnonymous: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	instances := filepath.Join(dir, "instances.json")
+	if err := os.WriteFile(instances, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := doctor(context.Background(), []string{"-instances", instances, "-catalog", "../catalog.demo.json"}, &out); err != nil || out.String() != "demo: ok (6 operations, 6 procedures)\n" {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	broken := filepath.Join(dir, "catalog.json")
+	if err := os.WriteFile(broken, []byte(`{"operations":[{"clave":"Get_Saldo","endpoint":"executequery","procedure":"REST_SELECT_SALDO","params":[{"name":"CODIGO","max_chars":15}]},
+		{"clave":"Get_Terceros","endpoint":"executequery","procedure":"REST_SELECT_TERCEROS","params":[{"name":"CODIGO","max_chars":12}]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	err = doctor(context.Background(), []string{"-instances", instances, "-catalog", broken}, &out)
+	want := "demo: FATAL: REST_SELECT_SALDO (Get_Saldo): the procedure does not exist in the database\n" +
+		"demo: warning: REST_SELECT_TERCEROS (Get_Terceros): input P_CODIGO is VARCHAR(15) in the database, the catalog allows 12 characters\n"
+	if !errors.Is(err, errFindings) || out.String() != want {
+		t.Fatalf("%v:\n%s\nwant:\n%s", err, out.String(), want)
 	}
 }

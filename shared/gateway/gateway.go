@@ -77,6 +77,10 @@ type Handler struct {
 	instances Instances
 	db        Database
 	log       *slog.Logger
+	// described caches what instances' databases say of the catalog's
+	// procedures, for the health check and for explaining a call the
+	// database cannot run.
+	described *descriptions
 }
 
 // New builds the handler from long-lived parts made once by main.
@@ -99,16 +103,19 @@ func New(cfg Config, cat *catalog.Catalog, instances Instances, db Database, log
 	if len(cfg.Endpoints) == 0 {
 		cfg.Endpoints = []catalog.Endpoint{catalog.ExecuteQuery, catalog.Execute}
 	}
-	return &Handler{cfg: cfg, catalog: cat, instances: instances, db: db, log: log}
+	return &Handler{cfg: cfg, catalog: cat, instances: instances, db: db, log: log, described: newDescriptions()}
 }
 
 // Routes lists what the handler serves as "METHOD /path" in API Gateway's
 // path-parameter syntax, {class} standing for Config.Class; a test holds
 // template.yaml to it.
 func (h *Handler) Routes() []string {
-	out := make([]string, len(h.cfg.Endpoints))
-	for i, e := range h.cfg.Endpoints {
-		out[i] = "POST /{instance}/RestServerIsapi.dll/api/v1/{class}/" + string(e)
+	var out []string
+	for _, e := range h.cfg.Endpoints {
+		out = append(out, "POST /{instance}/RestServerIsapi.dll/api/v1/{class}/"+string(e))
+		if e == catalog.ExecuteQuery {
+			out = append(out, "GET /{instance}/health")
+		}
 	}
 	return out
 }
@@ -141,6 +148,18 @@ type outcome struct {
 }
 
 func (h *Handler) serve(r *http.Request) outcome {
+	if instance, ok := h.healthRoute(r.URL.Path); ok {
+		if r.Method != http.MethodGet {
+			return refusal(catalog.CodeMethod, "use GET")
+		}
+		inst, denied := h.authenticate(r, instance)
+		if denied != nil {
+			return *denied
+		}
+		o := h.health(r.Context(), firebird.Target{Instance: instance, Config: inst.Config})
+		o.instance = instance
+		return o
+	}
 	instance, endpoint, ok := h.route(r.URL.Path)
 	if !ok {
 		return refusal(catalog.CodeNotFound, "no such path; POST to /{instance}/RestServerIsapi.dll/api/v1/"+h.cfg.Class+"/executequery or .../execute")
@@ -148,21 +167,9 @@ func (h *Handler) serve(r *http.Request) outcome {
 	if r.Method != http.MethodPost {
 		return refusal(catalog.CodeMethod, "use POST")
 	}
-	if !tenants.ValidName(instance) {
-		return refusal(catalog.CodeBadInstance, "the instance name must be 1 to 64 letters, digits, _ or -")
-	}
-	inst, err := h.instances.Lookup(r.Context(), instance)
-	switch {
-	case errors.Is(err, tenants.ErrUnknown):
-		// Exactly the answer to a wrong token: an unauthenticated caller
-		// must not learn which instance names exist.
-		return unauthorized()
-	case err != nil:
-		h.log.WarnContext(r.Context(), "instance settings unavailable", "instance", instance, "err", err)
-		return refusal(catalog.CodeConfig, "the settings of instance "+instance+" cannot be read right now; try again later")
-	}
-	if !inst.Authorize(r.Header.Get("Authorization")) {
-		return unauthorized()
+	inst, denied := h.authenticate(r, instance)
+	if denied != nil {
+		return *denied
 	}
 
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, h.cfg.MaxBody))
@@ -183,6 +190,28 @@ func (h *Handler) serve(r *http.Request) outcome {
 	o := h.run(r.Context(), firebird.Target{Instance: instance, Config: inst.Config}, call)
 	o.instance, o.clave = instance, call.Op.Clave
 	return o
+}
+
+// authenticate resolves the instance and checks the request's token.
+func (h *Handler) authenticate(r *http.Request, instance string) (tenants.Instance, *outcome) {
+	refuse := func(o outcome) (tenants.Instance, *outcome) { return tenants.Instance{}, &o }
+	if !tenants.ValidName(instance) {
+		return refuse(refusal(catalog.CodeBadInstance, "the instance name must be 1 to 64 letters, digits, _ or -"))
+	}
+	inst, err := h.instances.Lookup(r.Context(), instance)
+	switch {
+	case errors.Is(err, tenants.ErrUnknown):
+		// Exactly the answer to a wrong token: an unauthenticated caller
+		// must not learn which instance names exist.
+		return refuse(unauthorized())
+	case err != nil:
+		h.log.WarnContext(r.Context(), "instance settings unavailable", "instance", instance, "err", err)
+		return refuse(refusal(catalog.CodeConfig, "the settings of instance "+instance+" cannot be read right now; try again later"))
+	}
+	if !inst.Authorize(r.Header.Get("Authorization")) {
+		return refuse(unauthorized())
+	}
+	return inst, nil
 }
 
 func unauthorized() outcome {
@@ -245,7 +274,11 @@ func (h *Handler) run(ctx context.Context, t firebird.Target, call catalog.Call)
 		return refusal(catalog.CodeOutcomeUnknown, "the database of instance "+t.Instance+" did not confirm the write: it may or may not have happened; read the record before retrying")
 	case errors.Is(err, firebird.ErrCannotRun):
 		h.log.ErrorContext(ctx, "database cannot run the operation", "instance", t.Instance, "clave", call.Op.Clave, "err", err)
-		return refusal(catalog.CodeUnavailable, "the database of instance "+t.Instance+" cannot run "+call.Op.Clave+" right now (its procedure is missing, changed or not granted)"+nothingWritten+"; try again later")
+		why := "its procedure is missing, changed or not granted"
+		if findings := h.diagnose(ctx, t, call.Op); len(findings) > 0 {
+			why = strings.Join(findings, "; ")
+		}
+		return refusal(catalog.CodeUnavailable, "the database of instance "+t.Instance+" cannot run "+call.Op.Clave+" right now ("+why+")"+nothingWritten+"; try again later")
 	case errors.Is(err, firebird.ErrUnavailable):
 		h.log.WarnContext(ctx, "database unavailable", "instance", t.Instance, "clave", call.Op.Clave, "err", err)
 		if errors.Is(err, context.DeadlineExceeded) {

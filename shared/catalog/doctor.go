@@ -1,0 +1,216 @@
+package catalog
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Procedure is what a database says of a stored procedure, as the gateway's
+// user sees it: what the doctor compares with the catalog.
+type Procedure struct {
+	Name       string
+	Exists     bool
+	Selectable bool // has SUSPEND: SELECT * FROM it returns its rows
+	// Executable: the user may EXECUTE it (granted to the user, PUBLIC or
+	// the user's role, or the user owns it).
+	Executable bool
+	Inputs     []DBParam
+	Outputs    []DBParam
+	// UngrantedExceptions are exceptions it raises without USAGE on them,
+	// granted to it or to the user: raising one fails with a permission
+	// error instead of the ERP's message.
+	UngrantedExceptions []string
+}
+
+// DBParam is one parameter of a procedure as the database declares it.
+type DBParam struct {
+	Name      string
+	Type      string // SMALLINT, INTEGER, BIGINT, NUMERIC, DECIMAL, CHAR, VARCHAR, DATE, TIME, TIMESTAMP, FLOAT, DOUBLE PRECISION, BOOLEAN, BLOB, or another server type
+	Chars     int    // CHAR, VARCHAR: length in characters
+	Precision int    // NUMERIC, DECIMAL
+	Scale     int    // NUMERIC, DECIMAL: digits after the point
+	SubType   int    // BLOB: 0 binary, 1 text
+}
+
+// String writes the type as SQL declares it: VARCHAR(20), NUMERIC(18,4).
+func (p DBParam) String() string {
+	switch p.Type {
+	case "CHAR", "VARCHAR":
+		return fmt.Sprintf("%s(%d)", p.Type, p.Chars)
+	case "NUMERIC", "DECIMAL":
+		return fmt.Sprintf("%s(%d,%d)", p.Type, p.Precision, p.Scale)
+	case "BLOB":
+		switch p.SubType {
+		case 0:
+			return "BLOB SUB_TYPE BINARY"
+		case 1:
+			return "BLOB SUB_TYPE TEXT"
+		}
+		return fmt.Sprintf("BLOB SUB_TYPE %d", p.SubType)
+	}
+	return p.Type
+}
+
+// Encodable reports whether the gateway has a JSON encoding for the type
+// (README, "Value encoding").
+func (p DBParam) Encodable() bool {
+	switch p.Type {
+	case "SMALLINT", "INTEGER", "BIGINT", "NUMERIC", "DECIMAL", "CHAR", "VARCHAR", "DATE", "TIME",
+		"TIMESTAMP", "FLOAT", "DOUBLE PRECISION", "BOOLEAN":
+		return true
+	case "BLOB":
+		return p.SubType == 0 || p.SubType == 1
+	}
+	return false
+}
+
+// Finding is one disagreement between the catalog and a database, in words
+// an operator can act on. Fatal ones make the operation fail on every call.
+type Finding struct {
+	Clave string
+	Fatal bool
+	Text  string
+}
+
+func (f Finding) String() string { return f.Text }
+
+// Diagnose compares each operation with the database's procedures (keyed by
+// name, as Describe returns them): missing procedures, parameters in another
+// order, of another type or length, reads that return no rows, outputs
+// without a JSON encoding, missing grants.
+func (c *Catalog) Diagnose(db map[string]Procedure) []Finding {
+	var out []Finding
+	for _, clave := range c.Claves() {
+		out = append(out, c.ops[clave].Diagnose(db)...)
+	}
+	return out
+}
+
+// Claves lists the catalog's operations, sorted.
+func (c *Catalog) Claves() []string {
+	claves := make([]string, 0, len(c.ops))
+	for clave := range c.ops {
+		claves = append(claves, clave)
+	}
+	slices.Sort(claves)
+	return claves
+}
+
+// Procedures lists the procedures the catalog runs, reads-back included.
+func (c *Catalog) Procedures() []string {
+	var names []string
+	for _, op := range c.ops {
+		names = append(names, op.Procedures()...)
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// Procedures lists what the operation runs: its procedure and its read-back.
+func (op *Operation) Procedures() []string {
+	if op.ReadBack != nil {
+		return []string{op.Procedure, op.ReadBack.Procedure}
+	}
+	return []string{op.Procedure}
+}
+
+// Diagnose is Catalog.Diagnose for one operation.
+func (op *Operation) Diagnose(db map[string]Procedure) []Finding {
+	var out []Finding
+	add := func(fatal bool, format string, args ...any) {
+		out = append(out, Finding{Clave: op.Clave, Fatal: fatal, Text: fmt.Sprintf(format, args...)})
+	}
+	p, ok := db[op.Procedure]
+	if !ok || !p.Exists {
+		add(true, "%s (%s): the procedure does not exist in the database", op.Procedure, op.Clave)
+		return out
+	}
+	if !p.Executable {
+		add(true, "%s (%s): the gateway's user may not execute it (GRANT EXECUTE ON PROCEDURE %s TO <user>)", p.Name, op.Clave, p.Name)
+	}
+	if op.Endpoint == ExecuteQuery && !p.Selectable {
+		add(true, "%s (%s): a read, but the procedure has no SUSPEND and returns no rows to SELECT", p.Name, op.Clave)
+	}
+	if len(p.UngrantedExceptions) > 0 {
+		add(false, "%s (%s): it raises %s without USAGE on them; its messages would arrive as a permission error", p.Name, op.Clave, strings.Join(p.UngrantedExceptions, ", "))
+	}
+	if len(op.Params) != len(p.Inputs) {
+		add(true, "%s (%s): the database declares %d input parameters, the catalog %d", p.Name, op.Clave, len(p.Inputs), len(op.Params))
+	}
+	for i := range min(len(op.Params), len(p.Inputs)) {
+		if text, fatal := compareParam(op.Params[i], p.Inputs[i]); text != "" {
+			add(fatal, "%s (%s): input %s %s", p.Name, op.Clave, p.Inputs[i].Name, text)
+		}
+	}
+	outputs := p.Outputs
+	if rb := op.ReadBack; rb != nil {
+		q, ok := db[rb.Procedure]
+		switch {
+		case !ok || !q.Exists:
+			add(true, "%s (read-back of %s): the procedure does not exist in the database", rb.Procedure, op.Clave)
+			return out
+		case !q.Executable:
+			add(true, "%s (read-back of %s): the gateway's user may not execute it", q.Name, op.Clave)
+		case !q.Selectable:
+			add(true, "%s (read-back of %s): the procedure has no SUSPEND and returns no rows to SELECT", q.Name, op.Clave)
+		case len(q.Inputs) != len(rb.Params):
+			add(true, "%s (read-back of %s): the database declares %d input parameters, the catalog passes %d", q.Name, op.Clave, len(q.Inputs), len(rb.Params))
+		}
+		outputs = q.Outputs
+	}
+	for _, o := range outputs {
+		if !o.Encodable() {
+			add(true, "%s (%s): output %s is %s, which the gateway has no JSON encoding for", p.Name, op.Clave, o.Name, o)
+		}
+	}
+	return out
+}
+
+// compareParam says how a catalog parameter disagrees with the database's,
+// and whether calls fail because of it.
+func compareParam(c Param, d DBParam) (text string, fatal bool) {
+	switch c.Kind {
+	case Text:
+		switch d.Type {
+		case "CHAR", "VARCHAR":
+			switch {
+			case d.Chars > c.MaxLen:
+				return fmt.Sprintf("is %s in the database, the catalog allows %d characters", d, c.MaxLen), false
+			case d.Chars < c.MaxLen:
+				return fmt.Sprintf("is %s in the database, the catalog allows %d characters: longer values fail in the database", d, c.MaxLen), true
+			}
+			return "", false
+		case "BLOB":
+			return "", false
+		}
+		// Firebird converts text to other types, and refuses what it cannot.
+		return fmt.Sprintf("is %s in the database, text in the catalog: Firebird converts the text, and refuses what does not convert", d), false
+	case Date:
+		if d.Type != "DATE" && d.Type != "TIMESTAMP" {
+			return fmt.Sprintf("is %s in the database, a date in the catalog", d), true
+		}
+	case Integer:
+		bits := map[string]int{"SMALLINT": 16, "INTEGER": 32, "BIGINT": 64}[d.Type]
+		switch {
+		case bits == 0 && d.Type != "NUMERIC" && d.Type != "DECIMAL":
+			return fmt.Sprintf("is %s in the database, an integer in the catalog", d), true
+		case bits != 0 && bits < c.Bits:
+			return fmt.Sprintf("is %s in the database, the catalog allows %d-bit integers: larger values fail in the database", d, c.Bits), true
+		}
+	case Decimal:
+		switch d.Type {
+		case "NUMERIC", "DECIMAL":
+			if d.Precision-d.Scale < c.Precision-c.Scale || d.Scale < c.Scale {
+				return fmt.Sprintf("is %s in the database, the catalog allows NUMERIC(%d,%d): values the database cannot hold exactly would be rounded or refused", d, c.Precision, c.Scale), true
+			}
+		case "SMALLINT", "INTEGER", "BIGINT":
+			if c.Scale > 0 {
+				return fmt.Sprintf("is %s in the database, the catalog allows %d decimals: they would be rounded away", d, c.Scale), true
+			}
+		default:
+			return fmt.Sprintf("is %s in the database, a decimal in the catalog", d), true
+		}
+	}
+	return "", false
+}

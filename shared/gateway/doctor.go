@@ -1,0 +1,169 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/firebird"
+	"github.com/erp-gateway/gateway/shared/record"
+)
+
+// Describer reads what a database says of procedures; *firebird.Pools is
+// one. A Database that is not has no health check and plainer messages.
+type Describer interface {
+	Describe(ctx context.Context, t firebird.Target, procedures []string) (map[string]catalog.Procedure, error)
+}
+
+// How long a database's description serves: an ERP upgrade or a new grant
+// shows within it. At most descriptionsCap instances are kept; only
+// authenticated requests add one.
+const (
+	descriptionTTL  = time.Minute
+	descriptionsCap = 1024
+)
+
+type description struct {
+	cfg   firebird.Config
+	at    time.Time
+	procs map[string]catalog.Procedure
+}
+
+type descriptions struct {
+	mu      sync.Mutex
+	entries map[string]description
+}
+
+func newDescriptions() *descriptions {
+	return &descriptions{entries: make(map[string]description)}
+}
+
+// describe returns the instance's description of the catalog's procedures,
+// read again when older than descriptionTTL. fresh reports a new reading, so
+// its findings are logged once per reading rather than per request.
+func (h *Handler) describe(ctx context.Context, t firebird.Target) (procs map[string]catalog.Procedure, fresh bool, err error) {
+	d, ok := h.db.(Describer)
+	if !ok {
+		return nil, false, nil
+	}
+	c := h.described
+	c.mu.Lock()
+	e, hit := c.entries[t.Instance]
+	c.mu.Unlock()
+	if hit && e.cfg == t.Config && time.Since(e.at) < descriptionTTL {
+		return e.procs, false, nil
+	}
+	procs, err = d.Describe(ctx, t, h.catalog.Procedures())
+	if err != nil {
+		return nil, false, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) >= descriptionsCap {
+		for name, e := range c.entries {
+			if time.Since(e.at) >= descriptionTTL {
+				delete(c.entries, name)
+			}
+		}
+		if len(c.entries) >= descriptionsCap {
+			clear(c.entries)
+		}
+	}
+	c.entries[t.Instance] = description{cfg: t.Config, at: time.Now(), procs: procs}
+	return procs, true, nil
+}
+
+// diagnose explains, in the doctor's words, why the database cannot run op;
+// nothing when it cannot tell.
+func (h *Handler) diagnose(ctx context.Context, t firebird.Target, op *catalog.Operation) []string {
+	procs, fresh, err := h.describe(ctx, t)
+	if err != nil || procs == nil {
+		return nil
+	}
+	var texts []string
+	for _, f := range op.Diagnose(procs) {
+		texts = append(texts, f.Text)
+	}
+	if fresh && len(texts) > 0 {
+		h.log.ErrorContext(ctx, "the catalog and the database disagree", "instance", t.Instance, "clave", op.Clave, "findings", texts)
+	}
+	return texts
+}
+
+// healthRoute matches GET .../{instance}/health.
+func (h *Handler) healthRoute(path string) (instance string, ok bool) {
+	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	if len(segs) < 2 || !strings.EqualFold(segs[len(segs)-1], "health") {
+		return "", false
+	}
+	return segs[len(segs)-2], true
+}
+
+// health connects to the instance's database and compares the catalog with
+// it (README, "Health").
+func (h *Handler) health(ctx context.Context, t firebird.Target) outcome {
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
+	defer cancel()
+	if _, ok := h.db.(Describer); !ok {
+		return refusal(catalog.CodeNotFound, "no health check here")
+	}
+	procs, fresh, err := h.describe(ctx, t)
+	if err != nil {
+		h.log.WarnContext(ctx, "health: database unavailable", "instance", t.Instance, "err", err)
+		return healthAnswer(http.StatusServiceUnavailable, catalog.CodeUnavailable, "unavailable", "the database of instance "+t.Instance+" is not reachable right now", nil)
+	}
+	findings := h.catalog.Diagnose(procs)
+	if fresh && len(findings) > 0 {
+		texts := make([]string, len(findings))
+		for i, f := range findings {
+			texts[i] = f.Text
+		}
+		h.log.ErrorContext(ctx, "the catalog and the database disagree", "instance", t.Instance, "findings", texts)
+	}
+	status, code, word := http.StatusOK, catalog.Code(0), "ok"
+	for _, f := range findings {
+		word = "warnings"
+		if f.Fatal {
+			status, code, word = http.StatusServiceUnavailable, catalog.CodeUnavailable, "failing"
+			break
+		}
+	}
+	return healthAnswer(status, code, word, "", findings)
+}
+
+func healthAnswer(status int, code catalog.Code, word, message string, findings []catalog.Finding) outcome {
+	b := []byte(`{"cod_error":`)
+	b = strconv.AppendInt(b, int64(code), 10)
+	b = append(b, `,"status":`...)
+	b = record.AppendString(b, word)
+	if message != "" {
+		b = append(b, `,"ex_execsql":`...)
+		b = record.AppendString(b, message)
+	}
+	if len(findings) > 0 {
+		b = append(b, `,"findings":[`...)
+		for i, f := range findings {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"clave":`...)
+			b = record.AppendString(b, f.Clave)
+			b = append(b, `,"fatal":`...)
+			if f.Fatal {
+				b = append(b, "true"...)
+			} else {
+				b = append(b, "false"...)
+			}
+			b = append(b, `,"finding":`...)
+			b = record.AppendString(b, f.Text)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	b = append(b, '}')
+	return outcome{status: status, code: code, body: b}
+}

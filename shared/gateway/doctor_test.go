@@ -1,0 +1,156 @@
+package gateway_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/fbtest"
+	"github.com/erp-gateway/gateway/shared/firebird"
+	"github.com/erp-gateway/gateway/shared/gateway"
+)
+
+// setupDoctor builds, in the demo test database, a procedure for each way
+// an ERP can disagree with a catalog.
+func setupDoctor(t testing.TB, cfg firebird.Config) {
+	t.Helper()
+	admin := fbtest.Open(t, fbtest.Admin(t, cfg))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, stmt := range []string{
+		`CREATE OR ALTER PROCEDURE REST_DOC_LARGO (P_CODIGO VARCHAR(30)) RETURNS (X INTEGER) AS BEGIN X = 1; SUSPEND; END`,
+		`CREATE OR ALTER PROCEDURE REST_DOC_CORTO (P_CODIGO VARCHAR(5)) RETURNS (X INTEGER) AS BEGIN X = 1; SUSPEND; END`,
+		`CREATE OR ALTER PROCEDURE REST_DOC_SIN_PERMISO (P_CODIGO VARCHAR(15)) RETURNS (X INTEGER) AS BEGIN X = 1; SUSPEND; END`,
+		`CREATE OR ALTER PROCEDURE REST_DOC_BLOB (P_CODIGO VARCHAR(15)) RETURNS (B BLOB SUB_TYPE -1) AS BEGIN B = 'x'; SUSPEND; END`,
+		`GRANT EXECUTE ON PROCEDURE REST_DOC_LARGO TO GATEWAY`,
+		`GRANT EXECUTE ON PROCEDURE REST_DOC_CORTO TO GATEWAY`,
+		`GRANT EXECUTE ON PROCEDURE REST_DOC_BLOB TO GATEWAY`,
+		`REVOKE ALL ON PROCEDURE REST_DOC_SIN_PERMISO FROM GATEWAY`,
+	} {
+		if _, err := admin.ExecContext(ctx, stmt); err != nil && !strings.HasPrefix(stmt, "REVOKE") {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+}
+
+// doctorOperations: one operation per procedure of setupDoctor, and one whose
+// procedure does not exist, each taking CODIGO of up to 15 characters.
+func doctorOperations() []catalog.Operation {
+	codigo := []catalog.Param{{Name: "CODIGO", MaxLen: 15, Required: true}}
+	op := func(clave, procedure string) catalog.Operation {
+		return catalog.Operation{Clave: clave, Endpoint: catalog.ExecuteQuery, Procedure: procedure, Params: codigo}
+	}
+	return []catalog.Operation{
+		op("Get_Doc_Largo", "REST_DOC_LARGO"),
+		op("Get_Doc_Corto", "REST_DOC_CORTO"),
+		op("Get_Doc_Sin_Permiso", "REST_DOC_SIN_PERMISO"),
+		op("Get_Doc_Blob", "REST_DOC_BLOB"),
+		op("Get_Doc_Falta", "REST_DOC_NO_EXISTE"),
+	}
+}
+
+func TestDoctorNamesEachDisagreement(t *testing.T) {
+	setupDoctor(t, fbtest.Demo(t))
+	cat, err := catalog.New(doctorOperations())
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs, err := firebird.Describe(context.Background(), fbtest.Demo(t), cat.Procedures())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range cat.Diagnose(procs) {
+		got = append(got, f.Text)
+	}
+	want := []string{
+		"REST_DOC_BLOB (Get_Doc_Blob): output B is BLOB SUB_TYPE -1, which the gateway has no JSON encoding for",
+		"REST_DOC_CORTO (Get_Doc_Corto): input P_CODIGO is VARCHAR(5) in the database, the catalog allows 15 characters: longer values fail in the database",
+		"REST_DOC_NO_EXISTE (Get_Doc_Falta): the procedure does not exist in the database",
+		"REST_DOC_LARGO (Get_Doc_Largo): input P_CODIGO is VARCHAR(30) in the database, the catalog allows 15 characters",
+		"REST_DOC_SIN_PERMISO (Get_Doc_Sin_Permiso): the gateway's user may not execute it (GRANT EXECUTE ON PROCEDURE REST_DOC_SIN_PERMISO TO <user>)",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The demo ERP agrees with the demo catalog.
+	demo, err := catalog.LoadFile("../../infra/catalog.demo.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs, err = firebird.Describe(context.Background(), fbtest.Demo(t), demo.Procedures())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := demo.Diagnose(procs); len(f) > 0 {
+		t.Fatalf("the demo ERP disagrees with its catalog: %v", f)
+	}
+}
+
+// doctorEnv serves the doctor's operations and the specification's.
+func doctorEnv(t *testing.T) (http.Handler, *strings.Builder) {
+	t.Helper()
+	setupDoctor(t, fbtest.Demo(t))
+	cat, err := catalog.New(append(catalog.DefaultOperations(), doctorOperations()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := demoEnv(t, gateway.Config{})
+	logs := &strings.Builder{}
+	return gateway.New(gateway.Config{}, cat, e.src, e.db, slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil))), logs
+}
+
+func TestACallTheDatabaseCannotRunIsExplained(t *testing.T) {
+	h, logs := doctorEnv(t)
+	for range 3 {
+		r := do(t, h, http.MethodPost, path("demo", "executequery"), `{"CLAVE":"Get_Doc_Falta","CODIGO":"1"}`)
+		want := "the database of instance demo cannot run Get_Doc_Falta right now (REST_DOC_NO_EXISTE (Get_Doc_Falta): the procedure does not exist in the database); try again later"
+		if r.Status != 503 || *r.Body.CodError != 1201 || *r.Body.ExExecSQL != want {
+			t.Fatalf("HTTP %d %s", r.Status, r.Raw)
+		}
+	}
+	r := do(t, h, http.MethodPost, path("demo", "executequery"), `{"CLAVE":"Get_Doc_Sin_Permiso","CODIGO":"1"}`)
+	if want := "(REST_DOC_SIN_PERMISO (Get_Doc_Sin_Permiso): the gateway's user may not execute it (GRANT EXECUTE ON PROCEDURE REST_DOC_SIN_PERMISO TO <user>))"; r.Status != 503 || !strings.Contains(r.Raw, want) {
+		t.Fatalf("HTTP %d %s", r.Status, r.Raw)
+	}
+	if n := strings.Count(logs.String(), "the catalog and the database disagree"); n != 1 {
+		t.Fatalf("the finding was logged %d times for 3 requests, want once:\n%s", n, logs)
+	}
+}
+
+func TestHealth(t *testing.T) {
+	h, _ := doctorEnv(t)
+	r := do(t, h, http.MethodGet, "/demo/health", "")
+	if r.Status != 503 || *r.Body.CodError != 1201 || !strings.Contains(r.Raw, `"status":"failing","findings":[{"clave":"Get_Doc_Blob","fatal":true,"finding":"REST_DOC_BLOB (Get_Doc_Blob): output B is BLOB SUB_TYPE -1`) ||
+		!strings.Contains(r.Raw, `{"clave":"Get_Doc_Largo","fatal":false,"finding":"REST_DOC_LARGO (Get_Doc_Largo): input P_CODIGO is VARCHAR(30) in the database, the catalog allows 15 characters"}`) {
+		t.Fatalf("HTTP %d %s", r.Status, r.Raw)
+	}
+
+	// The specification's catalog alone: the test-only procedures of other
+	// tests may not exist yet.
+	e := demoEnv(t, gateway.Config{})
+	spec := gateway.New(gateway.Config{}, catalog.Default(), e.src, e.db, slog.New(slog.DiscardHandler))
+	tests := []struct {
+		name, method, path string
+		status             int
+		body               string
+	}{
+		{"the specification's catalog on the demo ERP", http.MethodGet, "/demo/health", 200, `{"cod_error":0,"status":"ok"}`},
+		{"behind a stage", http.MethodGet, "/prod/demo/health", 200, `{"cod_error":0,"status":"ok"}`},
+		{"an unknown instance is any wrong token", http.MethodGet, "/nadie/health", 401, `"cod_error":1105`},
+		{"only GET", http.MethodPost, "/demo/health", 405, `"cod_error":1102`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := do(t, spec, tt.method, tt.path, "")
+			if r.Status != tt.status || !strings.Contains(r.Raw, tt.body) {
+				t.Fatalf("HTTP %d %s", r.Status, r.Raw)
+			}
+		})
+	}
+}
