@@ -27,10 +27,11 @@ token:
 .PHONY: help token run serve test bench load lint demo-db demo-reset firebird test-db build deploy local-api build-ExecuteQueryFunction build-ExecuteFunction check-catalog catalog-from-db doctor
 
 # The Lambda binaries: linux/arm64, static, no RPC shim, stripped. CATALOG=file
-# (make build, sam build) builds that catalog into both; without it they serve
-# the specification's four operations (README, "The catalog").
+# (make build, sam build) builds that catalog into both, gzipped and base64'd
+# into a string (an argument may hold 128 KiB: about 1 MB of catalog); without
+# it they serve the specification's four operations (README, "The catalog").
 LAMBDA_BUILD = GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -buildvcs=false \
-	-ldflags='-s -w $(if $(CATALOG),-X main.catalogB64=$(shell base64 < $(CATALOG) | tr -d '\n'))'
+	-ldflags='-s -w $(if $(CATALOG),-X main.catalogB64=$(shell gzip -9c < $(CATALOG) | base64 | tr -d '\n'))'
 
 firebird:
 	@$(FB) up
@@ -116,6 +117,7 @@ build-ExecuteFunction: check-catalog
 	@$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/execute
 
 deploy:
+	@echo "deploying with the catalog $(or $(CATALOG),of the specification (its four operations): set CATALOG=file for a customer's)"
 	sam validate --lint
 	CATALOG=$(CATALOG) sam build
 	sam deploy

@@ -1,7 +1,10 @@
 package functions_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -161,4 +164,20 @@ func (r *runtimeAPI) invoke2(t testing.TB, path, body string) events.APIGatewayP
 		t.Fatalf("invocation error: %s", res.body)
 	}
 	return resp
+}
+
+// builtCatalog is what make build CATALOG=file writes into a binary.
+func builtCatalog(t testing.TB, file string) string {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var zipped bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&zipped, gzip.BestCompression)
+	zw.Write(data)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(zipped.Bytes())
 }

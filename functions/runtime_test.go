@@ -2,7 +2,6 @@ package functions_test
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -119,11 +118,7 @@ func buildBootstrapWith(t testing.TB, dir, catalogFile string) string {
 	t.Helper()
 	ldflags := "-s -w"
 	if catalogFile != "" {
-		data, err := os.ReadFile(catalogFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ldflags += " -X main.catalogB64=" + base64.StdEncoding.EncodeToString(data)
+		ldflags += " -X main.catalogB64=" + builtCatalog(t, catalogFile)
 	}
 	out := filepath.Join(t.TempDir(), "bootstrap")
 	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags="+ldflags, "-o", out, "./"+dir)

@@ -2,7 +2,6 @@ package functions_test
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"maps"
 	"os"
@@ -97,11 +96,7 @@ func TestREADMEExamplesUnderSamLocalEnvironment(t *testing.T) {
 	env["GATEWAY_INSTANCES_JSON"] = string(inline)
 	// make local-api builds the functions with the demo catalog, as make run
 	// serves it.
-	data, err := os.ReadFile(demoCatalog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	built := base64.StdEncoding.EncodeToString(data)
+	built := builtCatalog(t, demoCatalog)
 	fns := map[string]interface {
 		Handle(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error)
 	}{

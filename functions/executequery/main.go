@@ -8,7 +8,8 @@ import (
 )
 
 // catalogB64 is the catalog make build writes into the binary (-ldflags -X,
-// base64 of the file CATALOG names); empty: the specification's operations.
+// the file CATALOG names, gzipped, base64); empty: the specification's
+// operations.
 var catalogB64 string
 
 func main() { lambdafn.Main(catalog.ExecuteQuery, catalogB64) }

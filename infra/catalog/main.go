@@ -302,9 +302,17 @@ func draft(procs []*procedure) (draftCatalog, []string) {
 		byName[p.name] = p
 	}
 	doc := draftCatalog{Comment: "Drafted by make catalog-from-db from RDB$PROCEDURE_PARAMETERS: review every entry (README, 'The catalog')."}
-	var notes []string
+	notes := []string{"CLAVE names are guessed from the procedures' names; use the ones the clients send"}
+	seen := map[string]bool{}
 	for _, p := range procs {
 		op := draftOperation{Clave: clave(p), Endpoint: catalog.ExecuteQuery, Procedure: p.name, Params: []draftParam{}}
+		if seen[op.Clave] {
+			// REST_INSERT_X and REST_UPDATE_X both read as Set_X.
+			first := op.Clave
+			op.Clave += "_" + strings.ToLower(p.name)
+			notes = append(notes, fmt.Sprintf("%s: named %s, as %s was taken", p.name, op.Clave, first))
+		}
+		seen[op.Clave] = true
 		if !p.selectable {
 			op.Endpoint = catalog.Execute
 		}

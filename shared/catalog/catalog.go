@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"unicode/utf8"
 )
 
 // Endpoint is the last path segment an operation is served on.
@@ -102,7 +103,7 @@ func New(ops []Operation) (*Catalog, error) {
 }
 
 func (op *Operation) check() error {
-	if op.Clave == "" || len(op.Clave) > 63 {
+	if op.Clave == "" || utf8.RuneCountInString(op.Clave) > 63 {
 		return errors.New("clave: must be 1 to 63 characters")
 	}
 	if op.Endpoint != ExecuteQuery && op.Endpoint != Execute {

@@ -57,7 +57,9 @@ func (p DBParam) String() string {
 func (p DBParam) Encodable() bool {
 	switch p.Type {
 	case "SMALLINT", "INTEGER", "BIGINT", "NUMERIC", "DECIMAL", "CHAR", "VARCHAR", "DATE", "TIME",
-		"TIMESTAMP", "FLOAT", "DOUBLE PRECISION", "BOOLEAN":
+		"TIMESTAMP", "FLOAT", "DOUBLE PRECISION", "BOOLEAN",
+		// Firebird 4 and later.
+		"INT128", "DECFLOAT(16)", "DECFLOAT(34)", "TIME WITH TIME ZONE", "TIMESTAMP WITH TIME ZONE":
 		return true
 	case "BLOB":
 		return p.SubType == 0 || p.SubType == 1

@@ -2,12 +2,14 @@ package catalog
 
 import (
 	"bytes"
+	"cmp"
 	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 )
 
 // defaultJSON is the specification's four operations, the catalog served
@@ -95,7 +97,7 @@ type (
 // and the field it is in.
 func decodeOperations(data []byte) ([]Operation, error) {
 	var f fileCatalog
-	if err := strict(data, &f); err != nil {
+	if err := strict(data, &f, "$schema", "$comment", "operations"); err != nil {
 		return nil, err
 	}
 	if len(f.Operations) == 0 {
@@ -104,8 +106,11 @@ func decodeOperations(data []byte) ([]Operation, error) {
 	ops := make([]Operation, len(f.Operations))
 	for i, raw := range f.Operations {
 		var fo fileOperation
-		if err := strict(raw, &fo); err != nil {
+		if err := strict(raw, &fo, "$comment", "clave", "endpoint", "procedure", "params", "read_back", "max_rows"); err != nil {
 			return nil, fmt.Errorf("operations[%d]%s: %w", i, claveOf(raw), err)
+		}
+		if fo.MaxRows == 0 && has(raw, "max_rows") {
+			return nil, fmt.Errorf("operations[%d] %q: max_rows: must be at least 1 (leave it out for the default, %d)", i, fo.Clave, DefaultMaxRows)
 		}
 		op := Operation{Clave: fo.Clave, Endpoint: fo.Endpoint, Procedure: fo.Procedure, MaxRows: fo.MaxRows}
 		if fo.ReadBack != nil {
@@ -113,8 +118,11 @@ func decodeOperations(data []byte) ([]Operation, error) {
 		}
 		for j, rawParam := range fo.Params {
 			var fp fileParam
-			if err := strict(rawParam, &fp); err != nil {
+			if err := strict(rawParam, &fp, "$comment", "name", "kind", "max_chars", "required", "format", "bits", "precision", "scale"); err != nil {
 				return nil, fmt.Errorf("operations[%d] %q: params[%d]: %w", i, fo.Clave, j, err)
+			}
+			if field := misplaced(rawParam, cmp.Or(fp.Kind, Text)); field != "" {
+				return nil, fmt.Errorf("operations[%d] %q: params[%d] %q: %s: a parameter of kind %s has none", i, fo.Clave, j, fp.Name, field, cmp.Or(fp.Kind, Text))
 			}
 			if fp.Kind == Decimal && (fp.Precision == nil || fp.Scale == nil) {
 				return nil, fmt.Errorf("operations[%d] %q: params[%d] %q: precision, scale: a decimal parameter needs both, as in NUMERIC(precision, scale)", i, fo.Clave, j, fp.Name)
@@ -134,9 +142,51 @@ func deref(p *int) int {
 	return *p
 }
 
-// strict decodes one JSON value into v, refusing fields v does not have and
-// anything after the value.
-func strict(data []byte, v any) error {
+// kindFields are the fields each kind of parameter may have besides $comment,
+// name, kind and required.
+var kindFields = map[Kind][]string{
+	Text: {"max_chars"}, Date: {"format"}, Integer: {"bits"}, Decimal: {"precision", "scale"},
+}
+
+// misplaced names a field the parameter's kind does not take, if present
+// (even as 0 or "").
+func misplaced(raw json.RawMessage, kind Kind) string {
+	own, ok := kindFields[kind]
+	if !ok {
+		return "" // an unknown kind is reported by New
+	}
+	for _, field := range []string{"max_chars", "format", "bits", "precision", "scale"} {
+		if has(raw, field) && !slices.Contains(own, field) {
+			return field
+		}
+	}
+	return ""
+}
+
+func has(raw json.RawMessage, field string) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return false
+	}
+	_, ok := m[field]
+	return ok
+}
+
+// strict decodes one JSON object into v, refusing fields other than those
+// named (exactly: encoding/json alone matches names without regard to case),
+// nulls, and anything after the object.
+func strict(data []byte, v any, fields ...string) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err == nil {
+		for name, value := range m {
+			if !slices.Contains(fields, name) {
+				return fmt.Errorf("unknown field %q", name)
+			}
+			if string(value) == "null" {
+				return fmt.Errorf("%s: null is not a value here; leave the field out", name)
+			}
+		}
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

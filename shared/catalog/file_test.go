@@ -57,7 +57,7 @@ func TestSchemaAgreesWithTheLoader(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
-	loaderOnly := map[string]bool{"not JSON": true, "duplicate CLAVE": true, "parameter twice": true, "read-back of an unknown parameter": true}
+	loaderOnly := map[string]bool{"not JSON": true, "duplicate CLAVE": true, "parameter twice": true, "read-back of an unknown parameter": true, "scale over precision": true}
 	for _, tt := range malformed {
 		if loaderOnly[tt.name] {
 			continue
@@ -77,8 +77,14 @@ var malformed = []struct {
 }{
 	{"not JSON", `{"operations":[`, "not valid JSON"},
 	{"no operations", `{"operations":[]}`, "operations: the catalog has none"},
-	{"unknown top-level field", `{"operations":[], "extra":1}`, `unknown field "extra"`},
-	{"misspelt field", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","parms":[]}`), `operations[0] "Get_X": json: unknown field "parms"`},
+	{"unknown top-level field", `{"operations":[{"clave":"Get_X","endpoint":"executequery","procedure":"P"}], "extra":1}`, `unknown field "extra"`},
+	{"misspelt field", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","parms":[]}`), `operations[0] "Get_X": unknown field "parms"`},
+	{"field in another case", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","params":[{"name":"A","Max_Chars":5}]}`), `params[0]: unknown field "Max_Chars"`},
+	{"null", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","params":null}`), `operations[0] "Get_X": params: null is not a value here`},
+	{"null kind", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","params":[{"name":"A","kind":null,"max_chars":5}]}`), `params[0]: kind: null is not a value here`},
+	{"zero row cap", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","max_rows":0}`), `max_rows: must be at least 1`},
+	{"zero length on a date", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","params":[{"name":"A","kind":"date","max_chars":0}]}`), `params[0] "A": max_chars: a parameter of kind date has none`},
+	{"empty format on an integer", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","params":[{"name":"A","kind":"integer","format":""}]}`), `params[0] "A": format: a parameter of kind integer has none`},
 	{"wrong type", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","max_rows":"10"}`), `operations[0] "Get_X": max_rows: string where int belongs`},
 	{"unknown endpoint", op(`{"clave":"Get_X","endpoint":"query","procedure":"P"}`), `operations[0] "Get_X": endpoint: "query" is neither`},
 	{"SQL in a procedure name", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P; DROP TABLE T"}`), `operations[0] "Get_X": procedure: "P; DROP TABLE T" is not a plain identifier`},
@@ -90,7 +96,8 @@ var malformed = []struct {
 	{"decimal too precise", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","params":[{"name":"A","kind":"decimal","precision":40,"scale":2}]}`), `params[0] "A": precision: 40 is not between 1 and 18`},
 	{"decimal without scale", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","params":[{"name":"A","kind":"decimal","precision":18}]}`), `params[0] "A": precision, scale: a decimal parameter needs both`},
 	{"integer of 8 bits", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","params":[{"name":"A","kind":"integer","bits":8}]}`), `params[0] "A": bits: 8 is not 16`},
-	{"length on a date", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","params":[{"name":"A","kind":"date","max_chars":10}]}`), `params[0] "A": max_chars: only a text parameter has one`},
+	{"length on a date", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","params":[{"name":"A","kind":"date","max_chars":10}]}`), `params[0] "A": max_chars: a parameter of kind date has none`},
+	{"scale over precision", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","params":[{"name":"A","kind":"decimal","precision":4,"scale":6}]}`), `params[0] "A": scale: 6 is not between 0 and the precision, 4`},
 	{"parameter named CLAVE", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","params":[{"name":"CLAVE","max_chars":1}]}`), `params[0] "CLAVE": name:`},
 	{"parameter twice", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","params":[{"name":"A","max_chars":1},{"name":"A","max_chars":1}]}`), `params[1] "A": name: defined twice`},
 	{"write without read-back", op(`{"clave":"Set_X","endpoint":"execute","procedure":"P"}`), `operations[0] "Set_X": read_back: a write on execute needs`},
@@ -159,6 +166,7 @@ func TestTypedParameters(t *testing.T) {
 		{"too many decimals", `"FECHA_":"22.11.2026","PRECIO":"1.005"`, CodeParamFormat, nil},
 		{"too many digits", `"FECHA_":"22.11.2026","PRECIO":"12345"`, CodeParamFormat, nil},
 		{"decimal comma", `"FECHA_":"22.11.2026","PRECIO":"1,5"`, CodeParamFormat, nil},
+		{"two signs", `"FECHA_":"22.11.2026","PRECIO":"+-1"`, CodeParamFormat, nil},
 		{"a number is not text", `"FECHA_":"22.11.2026","REF_":12`, CodeParamNotString, nil},
 		{"a boolean is not a number", `"FECHA_":"22.11.2026","N":true`, CodeParamNotString, nil},
 	}

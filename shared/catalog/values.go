@@ -84,9 +84,8 @@ var errNotNumber = errors.New("not a number")
 // optional point and digits; an exponent as JSON numbers may have) and
 // returns it in the form Firebird converts exactly.
 func decimal(s string, precision, scale int) (string, error) {
-	sign := ""
-	body := strings.TrimPrefix(s, "+")
-	if b, ok := strings.CutPrefix(body, "-"); ok {
+	sign, body := "", strings.TrimPrefix(s, "+")
+	if b, ok := strings.CutPrefix(s, "-"); ok {
 		sign, body = "-", b
 	}
 	body, exp, hasExp := strings.Cut(strings.ToLower(body), "e")

@@ -75,7 +75,7 @@ func (p *Pools) do(ctx context.Context, t Target, write bool, out *record.Encode
 		if err == nil {
 			return nil
 		}
-		if errors.Is(err, record.ErrTooManyRows) || errors.Is(err, record.ErrTooLarge) {
+		if overLimit(err) {
 			return err
 		}
 		ph := phase(at.Load())
@@ -239,12 +239,18 @@ func (c *conn) ping(ctx context.Context, fc driverConn) error {
 }
 
 // settle judges the connection after err and reports whether it can still
-// talk: not when the deadline passed or the wire is out of step.
+// talk: not when the deadline passed or the wire is out of step. An answer
+// over its limits stopped on our side, with the wire in step.
 func (c *conn) settle(ctx context.Context, fc driverConn, err error) bool {
-	if ctx.Err() != nil || !fc.IsValid() || connectionLost(ctx, err) {
+	if ctx.Err() != nil || !fc.IsValid() || connectionLost(ctx, err) && !overLimit(err) {
 		c.broken = true
 	}
 	return !c.broken
+}
+
+// overLimit reports an answer refused for its size or row count.
+func overLimit(err error) bool {
+	return errors.Is(err, record.ErrTooManyRows) || errors.Is(err, record.ErrTooLarge)
 }
 
 // session is what a call's body runs statements with.
@@ -269,7 +275,7 @@ func (s *session) prepare(ctx context.Context, query string) (*stmt, error) {
 // else, so it is prepared anew.
 func (s *session) failed(ctx context.Context, query string, err error) error {
 	var exc *Exception
-	if errors.Is(err, record.ErrTooManyRows) || errors.Is(err, record.ErrTooLarge) || errors.As(classify(ctx, executing, err), &exc) {
+	if overLimit(err) || errors.As(classify(ctx, executing, err), &exc) {
 		return err
 	}
 	if s.conn.settle(ctx, s.fc, err) {

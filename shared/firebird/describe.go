@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
 )
@@ -19,7 +20,9 @@ func Describe(ctx context.Context, cfg Config, names []string) (map[string]catal
 	if err != nil {
 		return nil, fmt.Errorf("%w: the connection settings cannot be used", ErrUnavailable)
 	}
-	defer db.Close()
+	// The driver's close waits on the server (up to its own 10 s): never
+	// in the caller's time.
+	defer func() { go db.Close() }()
 	db.SetMaxOpenConns(1)
 	var out map[string]catalog.Procedure
 	err = guard(ctx, func() error {
@@ -30,7 +33,9 @@ func Describe(ctx context.Context, cfg Config, names []string) (map[string]catal
 		defer tx.Rollback() //nolint:errcheck // read-only: nothing to keep
 		out = make(map[string]catalog.Procedure, len(names))
 		for _, name := range names {
-			p, err := describe(ctx, tx, name)
+			// Unquoted, as the gateway writes them into SQL: Firebird
+			// keeps such names in upper case.
+			p, err := describe(ctx, tx, strings.ToUpper(name))
 			if err != nil {
 				return fmt.Errorf("describing %s: %w", name, err)
 			}

@@ -17,8 +17,8 @@ func TestAnswersBeyondTheirLimitsAreRefused(t *testing.T) {
 	read := func(clave string, n int) response {
 		return e.post(t, path("demo", "executequery"), fmt.Sprintf(`{"CLAVE":%q,"N":"%d"}`, clave, n))
 	}
-	// 400 rows are 2.4 MB of JSON text, but 8 MB written as the JSON string
-	// Lambda returns; 250 rows are 5 MB that way.
+	// 400 rows are 3.2 MB of JSON text, but 6.4 MB written as the JSON
+	// string Lambda returns; 250 rows are 4 MB that way.
 	tests := []struct {
 		name   string
 		clave  string
@@ -32,8 +32,15 @@ func TestAnswersBeyondTheirLimitsAreRefused(t *testing.T) {
 		{"one row over it", "Get_Filas_100", 101, 422, 1301, 0, "the answer of CLAVE Get_Filas_100 has more than 100 rows, its limit; ask for fewer (narrow the parameters)"},
 		{"under Lambda's limit", "Get_Filas", 250, 200, 0, 250, ""},
 		{"over Lambda's limit as Lambda counts", "Get_Filas", 400, 422, 1302, 0, fmt.Sprintf("the answer of CLAVE Get_Filas would pass %d bytes, the most this service can return; ask for fewer rows (narrow the parameters)", gateway.DefaultMaxAnswer)},
-		{"the connection serves on", "Get_Filas_100", 3, 200, 0, 3, ""},
 	}
+	attachment := func() any {
+		r := read("Get_Filas_100", 1)
+		if r.Status != 200 || len(r.Body.Data) != 1 {
+			t.Fatalf("HTTP %d %.300s", r.Status, r.Raw)
+		}
+		return r.Body.Data[0]["CONEXION"]
+	}
+	before := attachment()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := read(tt.clave, tt.n)
@@ -47,6 +54,12 @@ func TestAnswersBeyondTheirLimitsAreRefused(t *testing.T) {
 				t.Fatalf("an answer of %d bytes as a JSON string was sent", size)
 			}
 		})
+	}
+
+	// The refusals stopped the fetch on a connection still in step: it
+	// serves on, its statements prepared.
+	if after := attachment(); after != before {
+		t.Fatalf("served on attachment %v after the refusals, %v before: the connection was dropped", after, before)
 	}
 
 	t.Run("a write whose answer is too large writes nothing", func(t *testing.T) {

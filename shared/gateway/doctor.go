@@ -34,12 +34,16 @@ type description struct {
 }
 
 type descriptions struct {
+	// reading is held while a database is read, so that a burst of calls
+	// the database cannot run reads it once, not once per call; waiting
+	// for it ends with the caller's deadline.
+	reading chan struct{}
 	mu      sync.Mutex
 	entries map[string]description
 }
 
 func newDescriptions() *descriptions {
-	return &descriptions{entries: make(map[string]description)}
+	return &descriptions{reading: make(chan struct{}, 1), entries: make(map[string]description)}
 }
 
 // describe returns the instance's description of the catalog's procedures,
@@ -51,11 +55,23 @@ func (h *Handler) describe(ctx context.Context, t firebird.Target) (procs map[st
 		return nil, false, nil
 	}
 	c := h.described
-	c.mu.Lock()
-	e, hit := c.entries[t.Instance]
-	c.mu.Unlock()
-	if hit && e.cfg == t.Config && time.Since(e.at) < descriptionTTL {
-		return e.procs, false, nil
+	cached := func() (map[string]catalog.Procedure, bool) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		e, hit := c.entries[t.Instance]
+		return e.procs, hit && e.cfg == t.Config && time.Since(e.at) < descriptionTTL
+	}
+	if procs, ok := cached(); ok {
+		return procs, false, nil
+	}
+	select {
+	case c.reading <- struct{}{}:
+		defer func() { <-c.reading }()
+	case <-ctx.Done():
+		return nil, false, ctx.Err()
+	}
+	if procs, ok := cached(); ok {
+		return procs, false, nil
 	}
 	procs, err = d.Describe(ctx, t, h.catalog.Procedures())
 	if err != nil {

@@ -189,19 +189,20 @@ func setupTypes(t testing.TB, cfg firebird.Config) {
 	}
 }
 
-// setupRows creates REST_TEST_FILAS(P_N): P_N rows of 4000 characters, half
-// of them " and half <, which a JSON string written by encoding/json (as
-// Lambda returns a body) makes 2 and 6 bytes long.
+// setupRows creates REST_TEST_FILAS(P_N): P_N rows of the attachment's id and
+// 4000 characters ", which the answer's JSON writes as \" and Lambda's
+// response, a JSON string, as \\\".
 func setupRows(t testing.TB, cfg firebird.Config) {
 	t.Helper()
 	admin := fbtest.Open(t, fbtest.Admin(t, cfg))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, stmt := range []string{
-		`CREATE OR ALTER PROCEDURE REST_TEST_FILAS (P_N VARCHAR(15)) RETURNS (I INTEGER, TEXTO VARCHAR(4000))
+		`CREATE OR ALTER PROCEDURE REST_TEST_FILAS (P_N VARCHAR(15)) RETURNS (I INTEGER, CONEXION BIGINT, TEXTO VARCHAR(4000))
 		AS BEGIN
 			I = 0;
-			TEXTO = LPAD('', 4000, '"<');
+			CONEXION = CURRENT_CONNECTION;
+			TEXTO = LPAD('', 4000, '"');
 			WHILE (I < CAST(P_N AS INTEGER)) DO BEGIN I = I + 1; SUSPEND; END
 		END`,
 		`GRANT EXECUTE ON PROCEDURE REST_TEST_FILAS TO GATEWAY`,

@@ -4,10 +4,13 @@
 package lambdafn
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -34,7 +37,7 @@ type Function struct {
 
 // New builds the function serving endpoint from the environment (README,
 // "Configuration"). builtCatalog is the catalog make build wrote into the
-// binary, base64 of its JSON, or empty. Call New once per execution
+// binary, its JSON gzipped and base64'd, or empty. Call New once per execution
 // environment, not per event.
 func New(ctx context.Context, endpoint catalog.Endpoint, builtCatalog string, getenv func(string) string, log *slog.Logger) (*Function, error) {
 	cfg, err := gateway.ConfigFromEnv(getenv)
@@ -69,7 +72,15 @@ func catalogOf(built string, getenv func(string) string) (*catalog.Catalog, erro
 	if built == "" || getenv("GATEWAY_CATALOG") != "" {
 		return gateway.CatalogFromEnv(getenv)
 	}
-	data, err := base64.StdEncoding.DecodeString(built)
+	zipped, err := base64.StdEncoding.DecodeString(built)
+	if err != nil {
+		return nil, fmt.Errorf("the catalog built into this binary: %w", err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(zipped))
+	if err != nil {
+		return nil, fmt.Errorf("the catalog built into this binary: %w", err)
+	}
+	data, err := io.ReadAll(zr)
 	if err != nil {
 		return nil, fmt.Errorf("the catalog built into this binary: %w", err)
 	}

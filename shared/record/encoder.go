@@ -1,6 +1,7 @@
 package record
 
 import (
+	"encoding/base64"
 	"errors"
 	"unicode/utf8"
 )
@@ -75,6 +76,10 @@ func (e *Encoder) Row(vals []any) error {
 		if i < len(vals) {
 			v = vals[i]
 		}
+		if e.tooLarge(v) {
+			e.buf = e.buf[:start]
+			return ErrTooLarge
+		}
 		e.buf = appendValue(e.buf, col.Kind, v)
 	}
 	e.buf = append(e.buf, '}')
@@ -89,20 +94,38 @@ func (e *Encoder) Row(vals []any) error {
 	return nil
 }
 
+// tooLarge tells, before a long value is encoded, that it cannot fit: a BLOB
+// of tens of megabytes must not be base64-encoded into memory only to be
+// refused.
+func (e *Encoder) tooLarge(v any) bool {
+	if e.lim.MaxBytes <= 0 {
+		return false
+	}
+	n := 0
+	switch v := v.(type) {
+	case string:
+		n = len(v)
+	case []byte:
+		n = base64.StdEncoding.EncodedLen(len(v))
+	}
+	return len(e.buf)+e.extra+n > e.lim.MaxBytes
+}
+
 // Finish closes the array, appends suffix and returns the answer.
 func (e *Encoder) Finish(suffix string) []byte {
 	return append(append(e.buf, ']'), suffix...)
 }
 
-// StringSize is len(b) written as a JSON string by encoding/json, without the
-// quotes: what a body of b costs inside a Lambda function's response, whose
-// 6 MB limit counts that form.
+// StringSize is len(b) written as a JSON string by the Lambda runtime
+// (encoding/json without HTML escaping), without the quotes: what a body of b
+// costs inside a Lambda function's response, whose 6 MB limit counts that
+// form.
 func StringSize(b []byte) int { return len(b) + stringExtra(b) }
 
-// stringExtra is what encoding/json's escaping adds to b: a backslash before
-// " and \, \u00XX for control characters and for < > & (HTML-safe by
-// default), \u2028 and \u2029 for those two separators, \ufffd for invalid
-// UTF-8.
+// stringExtra is what encoding/json's escaping adds to b when HTML escaping
+// is off, as aws-lambda-go has it: a backslash before " and \, \u00XX for
+// control characters without a short form, \u2028 and \u2029 for those two
+// separators, \ufffd for invalid UTF-8.
 func stringExtra(b []byte) int {
 	n := 0
 	for i := 0; i < len(b); {
@@ -111,8 +134,6 @@ func stringExtra(b []byte) int {
 			switch {
 			case c == '"' || c == '\\':
 				n++
-			case c == '<' || c == '>' || c == '&':
-				n += 5
 			case c < 0x20:
 				switch c {
 				case '\n', '\r', '\t', '\b', '\f':

@@ -15,7 +15,7 @@ import (
 // Kind says how a column's values are encoded.
 type Kind uint8
 
-// Each Kind names the Go type its non-NULL values have in Set.Rows.
+// Each Kind names the Go type its non-NULL values have in a row.
 const (
 	Text      Kind = iota // string
 	Integer               // int64
@@ -40,7 +40,8 @@ func appendValue(dst []byte, kind Kind, v any) []byte {
 	case nil:
 		return append(dst, "null"...)
 	case string:
-		if kind == Decimal && isJSONNumber(v) {
+		// The driver gives INT128 and some exact numbers as text.
+		if (kind == Decimal || kind == Integer) && isJSONNumber(v) {
 			return append(dst, v...)
 		}
 		return AppendString(dst, v)
