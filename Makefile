@@ -24,7 +24,7 @@ help:
 token:
 	@go run ./infra/minttoken
 
-.PHONY: help token run serve test bench load lint demo-db demo-reset firebird test-db build deploy local-api build-ExecuteQueryFunction build-ExecuteFunction check-catalog catalog-from-db doctor
+.PHONY: help token run serve test bench load lint demo-db demo-reset firebird test-db build deploy local-api build-ExecuteQueryFunction build-ExecuteFunction check-catalog catalog-from-db doctor openapi
 
 # The Lambda binaries: linux/arm64, static, no RPC shim, stripped. CATALOG=file
 # (make build, sam build) builds that catalog into both, gzipped and base64'd
@@ -64,6 +64,12 @@ serve:
 # Draft catalog entries from an instance's procedures, for review.
 catalog-from-db:
 	@go run ./infra/catalog from-db -instances $(INSTANCES) $(if $(INSTANCE),-instance $(INSTANCE)) -procedures '$(or $(PROCEDURES),REST_%)'
+
+# The OpenAPI 3.1 document of the demo catalog, its answers as the demo ERP
+# declares them; a test fails when the committed file is stale.
+openapi: demo-db
+	@go run ./infra/openapi -out infra/openapi.json
+	@echo "wrote infra/openapi.json"
 
 # Compare a catalog (CATALOG=file, or the specification's) with each instance's database.
 doctor:

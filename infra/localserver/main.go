@@ -37,6 +37,7 @@ func run(addr, instancesPath string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	cfg.OpenAPI = true
 	cat, err := gateway.CatalogFromEnv(os.Getenv)
 	if err != nil {
 		return err

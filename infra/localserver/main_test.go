@@ -151,3 +151,25 @@ func TestLocalServerRefusesAMalformedCatalog(t *testing.T) {
 		t.Fatalf("its output does not name the entry and the field (%s): %s", want, out)
 	}
 }
+
+func TestLocalServerServesItsOpenAPIDocument(t *testing.T) {
+	s := start(t, build(t), "GATEWAY_CATALOG=../catalog.demo.json")
+	base := strings.TrimSuffix(s.base, "RestServerIsapi.dll/api/v1/TServiceRestInterface/")
+	resp, err := http.Get(base + "openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var doc struct {
+		OpenAPI    string `json:"openapi"`
+		Components struct {
+			Schemas map[string]json.RawMessage `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil || resp.StatusCode != 200 || doc.OpenAPI != "3.1.0" {
+		t.Fatalf("HTTP %d, %v, %+v", resp.StatusCode, err, doc)
+	}
+	if _, ok := doc.Components.Schemas["Get_Inventario_Precio.answer"]; !ok {
+		t.Fatalf("no schema for the catalog's Get_Inventario_Precio: %v", doc.Components.Schemas)
+	}
+}

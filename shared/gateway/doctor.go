@@ -10,6 +10,7 @@ import (
 
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/firebird"
+	"github.com/erp-gateway/gateway/shared/openapi"
 	"github.com/erp-gateway/gateway/shared/record"
 )
 
@@ -110,13 +111,29 @@ func (h *Handler) diagnose(ctx context.Context, t firebird.Target, op *catalog.O
 	return texts
 }
 
-// healthRoute matches GET .../{instance}/health.
-func (h *Handler) healthRoute(path string) (instance string, ok bool) {
+// lastSegment matches .../{instance}/name, as GET .../{instance}/health.
+func (h *Handler) lastSegment(path, name string) (instance string, ok bool) {
 	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
-	if len(segs) < 2 || !strings.EqualFold(segs[len(segs)-1], "health") {
+	if len(segs) < 2 || !strings.EqualFold(segs[len(segs)-1], name) {
 		return "", false
 	}
 	return segs[len(segs)-2], true
+}
+
+// openAPI answers the deployment's OpenAPI document, its answers' columns as
+// the instance's database declares them.
+func (h *Handler) openAPI(r *http.Request, t firebird.Target) outcome {
+	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
+	defer cancel()
+	procs, _, err := h.describe(ctx, t)
+	if err != nil || procs == nil {
+		return refusal(catalog.CodeUnavailable, "the database of instance "+t.Instance+" is not reachable right now; try again later")
+	}
+	doc, err := openapi.Document(openapi.Input{Catalog: h.catalog, Procedures: procs, Class: h.cfg.Class, Server: "http://" + r.Host})
+	if err != nil {
+		return refusal(catalog.CodeInternal, "internal error")
+	}
+	return outcome{status: http.StatusOK, body: doc}
 }
 
 // health connects to the instance's database and compares the catalog with

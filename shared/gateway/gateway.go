@@ -57,6 +57,8 @@ type Config struct {
 	// MaxAnswer bounds an answer's size written as a JSON string, the form
 	// Lambda's response limit counts.
 	MaxAnswer int
+	// OpenAPI serves GET .../{instance}/openapi.json (the local server).
+	OpenAPI bool
 }
 
 // Defaults of Config.
@@ -148,7 +150,19 @@ type outcome struct {
 }
 
 func (h *Handler) serve(r *http.Request) outcome {
-	if instance, ok := h.healthRoute(r.URL.Path); ok {
+	if instance, ok := h.lastSegment(r.URL.Path, "openapi.json"); ok && h.cfg.OpenAPI {
+		if r.Method != http.MethodGet {
+			return refusal(catalog.CodeMethod, "use GET")
+		}
+		inst, denied := h.authenticate(r, instance)
+		if denied != nil {
+			return *denied
+		}
+		o := h.openAPI(r, firebird.Target{Instance: instance, Config: inst.Config})
+		o.instance = instance
+		return o
+	}
+	if instance, ok := h.lastSegment(r.URL.Path, "health"); ok {
 		if r.Method != http.MethodGet {
 			return refusal(catalog.CodeMethod, "use GET")
 		}
