@@ -24,7 +24,7 @@ help:
 token:
 	@go run ./infra/minttoken
 
-.PHONY: help token run serve test bench load lint demo-db demo-reset firebird test-db build deploy local-api build-ExecuteQueryFunction build-ExecuteFunction check-catalog catalog-from-db doctor openapi
+.PHONY: help token run serve test bench load lint demo-db demo-reset firebird test-db build deploy local-api build-ExecuteQueryFunction build-ExecuteFunction check-catalog catalog-from-db doctor openapi check
 
 # The Lambda binaries: linux/arm64, static, no RPC shim, stripped. CATALOG=file
 # (make build, sam build) builds that catalog into both, gzipped and base64'd
@@ -70,6 +70,18 @@ catalog-from-db:
 openapi: demo-db
 	@go run ./infra/openapi -out infra/openapi.json
 	@echo "wrote infra/openapi.json"
+
+# Hold a deployment to infra/openapi.json and the original's conventions
+# (README, "Contract check"). On the demo instance the reads below are
+# checked; elsewhere give FOUND and MISSING (CLAVE:FIELD=VALUE,...), or only
+# the refusals are. WRITE=CODE adds a Set_Terceros round trip.
+DEMO_FOUND := Get_Referencias:CODIGO=REF0001 Get_Terceros:CODIGO=800000000 Get_Gestion_Primario:TIPO=FV,PREFIJO=FE,NUMERO=1000 Get_Inventario_Precio:FECHA_CORTE_=22.11.2026,REFERENCIA_=REF0003
+DEMO_MISSING := Get_Terceros:CODIGO=NADIE Get_Referencias:CODIGO=NADA
+CHECK_DEMO = $(if $(filter-out demo,$(or $(INSTANCE),demo)),,yes)
+check:
+	@go run ./infra/check -base $(or $(BASE),http://$(ADDR)) -instance $(or $(INSTANCE),demo) -token '$(or $(TOKEN),$(DEMO_TOKEN))' \
+	  $(foreach f,$(or $(FOUND),$(if $(CHECK_DEMO),$(DEMO_FOUND))),-found '$(f)') \
+	  $(foreach m,$(or $(MISSING),$(if $(CHECK_DEMO),$(DEMO_MISSING))),-missing '$(m)') $(if $(WRITE),-write $(WRITE))
 
 # Compare a catalog (CATALOG=file, or the specification's) with each instance's database.
 doctor:
