@@ -18,7 +18,8 @@ export FB_TEST_PASSWORD ?= gateway-demo
 .DEFAULT_GOAL := help
 help:
 	@echo "make run | make test | make serve ADDR=host:port INSTANCES=file | make bench | make lint"
-	@echo "make load | make build [CATALOG=file] | make deploy | make local-api | make token | make demo-reset | make catalog-from-db   (README.md)"
+	@echo "make load | make build [CATALOG=file] | make deploy | make local-api | make token | make demo-reset   (README.md)"
+	@echo "make openapi | make check | make doctor | make catalog-from-db   (README.md, \"The catalog\")"
 
 # Mint a bearer token for an instance and print the hash for its document.
 token:
