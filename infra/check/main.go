@@ -95,6 +95,7 @@ type checker struct {
 	c       config
 	hc      *http.Client
 	out     io.Writer
+	raw     []byte // the document, whose key order gives the columns' order
 	doc     map[string]any
 	schemas *jsonschema.Compiler
 	failed  int
@@ -113,7 +114,7 @@ func run(ctx context.Context, c config, hc *http.Client, out io.Writer) (int, er
 	if err := comp.AddResource("https://erp-gateway.example/openapi.json", doc); err != nil {
 		return 0, err
 	}
-	k := &checker{c: c, hc: hc, out: out, doc: doc.(map[string]any), schemas: comp}
+	k := &checker{c: c, hc: hc, out: out, raw: raw, doc: doc.(map[string]any), schemas: comp}
 	for _, body := range c.found {
 		k.found(ctx, body)
 	}
@@ -168,10 +169,9 @@ func (k *checker) schema(name string) (*jsonschema.Schema, error) {
 // columns is a schema's row properties in the document's order, with each
 // one's declared Firebird type.
 func (k *checker) columns(clave string) (names, types []string) {
-	raw, _ := os.ReadFile(k.c.openapi)
 	// The document's key order is the columns' order: read it with a
 	// decoder that keeps it.
-	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec := json.NewDecoder(bytes.NewReader(k.raw))
 	path := []string{"components", "schemas", clave + ".answer", "properties", "data", "items", "properties"}
 	if !seek(dec, path) {
 		return nil, nil
