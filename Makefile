@@ -2,11 +2,12 @@
 SHELL := /bin/bash
 ADDR ?= 127.0.0.1:3000
 INSTANCES ?= infra/instances.demo.json
+ACCESS ?= infra/access.demo.json
 FB := infra/firebird.sh
 FB_DATA ?= /var/lib/firebird/3.0/data
 BASE := http://$(ADDR)/demo/RestServerIsapi.dll/api/v1/TServiceRestInterface
-# The demo instance's token (infra/instances.demo.json holds its hash).
-DEMO_TOKEN := erpgw_demo-token-for-local-use-only
+# The demo instance's token, minted with infra/access.demo.json's demo key.
+DEMO_TOKEN := erpgw_demo_8c04364041cbd740c97a63c0a3cff7cc_wLuaA3CSqmMyxAShB7x4f-G3dTF7S1-E-II8m9kYlRY
 
 # The test databases are recreated on every run; tests read where they are here.
 export FB_TEST_HOST ?= 127.0.0.1
@@ -18,14 +19,20 @@ export FB_TEST_PASSWORD ?= gateway-demo
 .DEFAULT_GOAL := help
 help:
 	@echo "make run | make test | make serve ADDR=host:port INSTANCES=file | make bench | make lint"
-	@echo "make load | make build [CATALOG=file] | make deploy | make local-api | make token | make demo-reset   (README.md)"
+	@echo "make load | make build [CATALOG=file] | make deploy | make local-api | make token INSTANCE=name | make token-key | make demo-reset   (README.md)"
 	@echo "make openapi | make check | make doctor | make catalog-from-db   (README.md, \"The catalog\")"
 
-# Mint a bearer token for an instance and print the hash for its document.
+# Mint a bearer token for INSTANCE with the access document: a file (ACCESS,
+# the demo's by default) or, with ACCESS_SECRET=id, the deployed secret.
+# KEY=id mints with another key than the document's mint_key.
 token:
-	@go run ./infra/minttoken
+	@go run ./infra/minttoken -instance '$(INSTANCE)' $(if $(ACCESS_SECRET),-access-secret '$(ACCESS_SECRET)',-access '$(ACCESS)') $(if $(KEY),-key '$(KEY)')
 
-.PHONY: help token run serve test bench load lint demo-db demo-reset firebird test-db build deploy local-api build-ExecuteQueryFunction build-ExecuteFunction check-catalog catalog-from-db doctor openapi check
+# A new random key for the access document (rotation, README "Tokens").
+token-key:
+	@go run ./infra/minttoken -new-key
+
+.PHONY: help token token-key load-neighbour run serve test bench load lint demo-db demo-reset firebird test-db build deploy local-api build-ExecuteQueryFunction build-ExecuteFunction check-catalog catalog-from-db doctor openapi check
 
 # The Lambda binaries: linux/arm64, static, no RPC shim, stripped. CATALOG=file
 # (make build, sam build) builds that catalog into both, gzipped and base64'd
@@ -54,13 +61,13 @@ run: demo-db
 	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' $(BASE)/executequery -d '{\"CLAVE\":\"Get_Inventario_Precio\",\"FECHA_CORTE_\":\"22.11.2026\",\"REFERENCIA_\":\"\"}' | wc -c"
 	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' $(BASE)/execute -d '{\"CLAVE\":\"Set_Terceros\",\"CODIGO\":\"901234567\",\"DV\":\"3\",\"NATURALEZA\":\"J\",\"EMPRESA\":\"Café Ñuñoa S.A.S.\",\"RAZON_COMERCIAL\":\"Café Ñuñoa\",\"DIRECCION\":\"Calle 10 # 4-21\",\"CODIDENTIDAD\":\"NIT\",\"CODSOCIEDAD\":\"SAS\",\"CODPAIS\":\"CO\",\"CODMUNICIPIO\":\"05001\",\"CODACTIVIDAD\":\"NA\",\"CODZONA\":\"NA\"}'"
 	@echo
-	@GATEWAY_CATALOG=$(or $(CATALOG),infra/catalog.demo.json) ./bin/localserver -addr $(ADDR) -instances $(INSTANCES)
+	@GATEWAY_CATALOG=$(or $(CATALOG),infra/catalog.demo.json) ./bin/localserver -addr $(ADDR) -instances $(INSTANCES) -access $(ACCESS)
 
 # Serve the instances of a file of your own, with CATALOG=file if given;
 # touches no Firebird setup.
 serve:
 	@go build -o bin/localserver ./infra/localserver
-	@$(if $(CATALOG),GATEWAY_CATALOG=$(CATALOG)) ./bin/localserver -addr $(ADDR) -instances $(INSTANCES)
+	@$(if $(CATALOG),GATEWAY_CATALOG=$(CATALOG)) ./bin/localserver -addr $(ADDR) -instances $(INSTANCES) -access $(ACCESS)
 
 # Draft catalog entries from an instance's procedures, for review.
 catalog-from-db:
@@ -116,6 +123,12 @@ bench: test-db
 load: demo-db
 	@go build -o bin/localserver ./infra/localserver
 	@FB_SYSDBA_PASSWORD=$$($(FB) sysdba) go run ./infra/load -duration $(or $(DURATION),5s) -mixed $(or $(MIXED),5000)
+
+# One customer's Firebird hangs: what does another customer see? (README,
+# "Measurements").
+load-neighbour: demo-db
+	@go build -o bin/localserver ./infra/localserver
+	@go run ./infra/load -neighbour $(or $(DURATION),30s)
 
 lint:
 	@gofmt -l . | (! grep .) || { echo "gofmt would change the files above"; exit 1; }

@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -26,18 +27,31 @@ import (
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
-// instancesJSON is GATEWAY_INSTANCES_JSON for the test databases.
-func instancesJSON(t testing.TB, extra map[string]firebird.Config) string {
+// inline is GATEWAY_INSTANCES_JSON for the test databases, with a
+// GATEWAY_ACCESS_JSON that lets every one of them in without a token.
+func inline(t testing.TB, extra map[string]firebird.Config) map[string]string {
 	t.Helper()
-	all := map[string]tenants.Instance{"demo": {Config: fbtest.Demo(t), AllowAnonymous: true}}
+	all := map[string]tenants.Instance{"demo": {Config: fbtest.Demo(t)}}
+	names := []string{"demo"}
 	for k, v := range extra {
-		all[k] = tenants.Instance{Config: v, AllowAnonymous: true}
+		all[k] = tenants.Instance{Config: v}
+		names = append(names, k)
 	}
 	b, err := json.Marshal(all)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
+	_, acc := fbtest.Access(t, names...)
+	return map[string]string{"GATEWAY_INSTANCES_JSON": string(b), "GATEWAY_ACCESS_JSON": string(acc)}
+}
+
+// environ is env as a process environment.
+func environ(env map[string]string) []string {
+	var out []string
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	return out
 }
 
 func newFunction(t testing.TB, endpoint catalog.Endpoint, env map[string]string) *lambdafn.Function {
@@ -72,6 +86,15 @@ func restEvent(t testing.TB, path, body string, edit func(*events.APIGatewayProx
 	ev.Path = path
 	ev.RequestContext.Path = "/prod" + path
 	ev.Body = body
+	// API Gateway matched {instance} on the segment before
+	// RestServerIsapi.dll, and hands it over decoded.
+	if segs := strings.Split(path, "/"); len(segs) >= 6 {
+		instance, err := url.PathUnescape(segs[len(segs)-6])
+		if err != nil {
+			instance = segs[len(segs)-6]
+		}
+		ev.PathParameters = map[string]string{"instance": instance, "class": segs[len(segs)-2]}
+	}
 	if edit != nil {
 		edit(&ev)
 	}
@@ -84,7 +107,7 @@ func TestFunctionsServeAPIGatewayEvents(t *testing.T) {
 	frozen := frozenListener(t)
 	frozenCfg := fbtest.Demo(t)
 	frozenCfg.Port = frozen
-	env := map[string]string{"GATEWAY_INSTANCES_JSON": instancesJSON(t, map[string]firebird.Config{"frozen": frozenCfg})}
+	env := inline(t, map[string]firebird.Config{"frozen": frozenCfg})
 	query := newFunction(t, catalog.ExecuteQuery, env)
 	exec := newFunction(t, catalog.Execute, env)
 	code := fmt.Sprintf("L%d", time.Now().UnixNano()%1e14)
@@ -115,6 +138,15 @@ func TestFunctionsServeAPIGatewayEvents(t *testing.T) {
 			func(e *events.APIGatewayProxyRequest) { e.IsBase64Encoded = true }), 0, 400, `"cod_error":1001`},
 		{"path net/url refuses", query, restEvent(t, "/de%zz/RestServerIsapi.dll/api/v1/TServiceRestInterface/executequery", `{}`, nil),
 			0, 400, `"cod_error":`},
+		{"percent-encoded instance segment", query, restEvent(t, "/x%2Fdemo/RestServerIsapi.dll/api/v1/TServiceRestInterface/executequery", `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`, nil),
+			0, 400, `"cod_error":1103`},
+		{"pathParameters name another instance than the path", query, restEvent(t, apiPath+"executequery", `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`,
+			func(e *events.APIGatewayProxyRequest) { e.PathParameters["instance"] = "otra" }), 0, 400, `"cod_error":1103`},
+		{"two Authorization headers", query, restEvent(t, apiPath+"executequery", `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`,
+			func(e *events.APIGatewayProxyRequest) {
+				e.MultiValueHeaders["Authorization"] = []string{"Bearer a", "Bearer b"}
+				e.Headers["Authorization"] = "Bearer b"
+			}), 0, 401, `"cod_error":1105`},
 		{"Lambda deadline bounds the database call", query, restEvent(t, strings.Replace(apiPath, "demo", "frozen", 1)+"executequery", `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`, nil),
 			400 * time.Millisecond, 503, `"cod_error":1201`},
 	}

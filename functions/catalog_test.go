@@ -57,9 +57,9 @@ func peakRSS(t testing.TB, pid int) string {
 }
 
 func TestCatalogBuiltIntoTheBinaryServesNewOperations(t *testing.T) {
-	instances := "GATEWAY_INSTANCES_JSON=" + instancesJSON(t, nil)
+	instances := environ(inline(t, nil))
 	api, srv := newRuntimeAPI(t)
-	_, cmd := startBootstrapCmd(t, buildBootstrapWith(t, "executequery", demoCatalog), strings.TrimPrefix(srv.URL, "http://"), instances)
+	_, cmd := startBootstrapCmd(t, buildBootstrapWith(t, "executequery", demoCatalog), strings.TrimPrefix(srv.URL, "http://"), instances...)
 
 	// The Laravel client's request, word for word, against every reference.
 	began := time.Now()
@@ -101,9 +101,9 @@ func TestCatalogBuiltIntoTheBinaryServesNewOperations(t *testing.T) {
 }
 
 func TestCatalogFileServesAWrite(t *testing.T) {
-	instances := "GATEWAY_INSTANCES_JSON=" + instancesJSON(t, nil)
+	instances := environ(inline(t, nil))
 	api, srv := newRuntimeAPI(t)
-	startBootstrap(t, buildBootstrap(t, "execute"), strings.TrimPrefix(srv.URL, "http://"), instances, "GATEWAY_CATALOG="+demoCatalog)
+	startBootstrap(t, buildBootstrap(t, "execute"), strings.TrimPrefix(srv.URL, "http://"), append(instances, "GATEWAY_CATALOG="+demoCatalog)...)
 
 	// A date of its own, so that no other test's price is touched.
 	day := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, int(time.Now().UnixNano()%3000))

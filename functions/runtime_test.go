@@ -168,11 +168,11 @@ func startBootstrapCmd(t testing.TB, binary, runtimeAddr string, env ...string) 
 }
 
 func TestBootstrapBinariesAgainstTheRuntimeAPI(t *testing.T) {
-	instances := "GATEWAY_INSTANCES_JSON=" + instancesJSON(t, nil)
+	instances := environ(inline(t, nil))
 
 	t.Run("executequery", func(t *testing.T) {
 		api, srv := newRuntimeAPI(t)
-		start := startBootstrap(t, buildBootstrap(t, "executequery"), strings.TrimPrefix(srv.URL, "http://"), instances)
+		start := startBootstrap(t, buildBootstrap(t, "executequery"), strings.TrimPrefix(srv.URL, "http://"), instances...)
 
 		resp, res := api.invoke(restEvent(t, apiPath+"executequery", `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`, nil))
 		t.Logf("start of the binary to its first response (cold start, first connection included): %s", res.at.Sub(start).Round(time.Millisecond))
@@ -205,7 +205,7 @@ func TestBootstrapBinariesAgainstTheRuntimeAPI(t *testing.T) {
 
 	t.Run("execute", func(t *testing.T) {
 		api, srv := newRuntimeAPI(t)
-		startBootstrap(t, buildBootstrap(t, "execute"), strings.TrimPrefix(srv.URL, "http://"), instances)
+		startBootstrap(t, buildBootstrap(t, "execute"), strings.TrimPrefix(srv.URL, "http://"), instances...)
 		code := fmt.Sprintf("B%d", time.Now().UnixNano()%1e14)
 		body := `{"CLAVE":"Set_Terceros","CODIGO":"` + code + `","DV":"1","NATURALEZA":"N","NOM1":"Ana","APL1":"Peña","RAZON_COMERCIAL":"Ana Peña","DIRECCION":"Calle 2","CODIDENTIDAD":"CC","CODSOCIEDAD":"PN","CODPAIS":"CO","CODMUNICIPIO":"11001"}`
 		resp, _ := api.invoke(restEvent(t, apiPath+"execute", body, nil))

@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"maps"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/fbtest"
@@ -70,6 +73,16 @@ func TestSamLocalServesTheDemoInstanceOfMakeRun(t *testing.T) {
 			t.Errorf("%s differs beyond the host:\n infra/env.json            %s\n infra/instances.demo.json %s", name, gb, db)
 		}
 	}
+	// The demo token opens it under sam local too.
+	access, err := os.ReadFile("../infra/access.demo.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantAccess, gotAccess any
+	if json.Unmarshal(access, &wantAccess) != nil || json.Unmarshal([]byte(samLocalEnv(t)["GATEWAY_ACCESS_JSON"]), &gotAccess) != nil ||
+		!reflect.DeepEqual(gotAccess, wantAccess) {
+		t.Errorf("GATEWAY_ACCESS_JSON of infra/env.json is not infra/access.demo.json: %v", gotAccess)
+	}
 }
 
 // TestREADMEExamplesUnderSamLocalEnvironment replays every curl example of
@@ -122,6 +135,32 @@ func TestREADMEExamplesUnderSamLocalEnvironment(t *testing.T) {
 		}
 		if resp.Body != want {
 			t.Errorf("POST %s %s\n got  %d %s\n want %s", p, body, resp.StatusCode, resp.Body, want)
+		}
+	}
+}
+
+// TestSamLocalEnvironmentIsDeclared: sam local passes a function only the
+// variables of infra/env.json that template.yaml declares.
+func TestSamLocalEnvironmentIsDeclared(t *testing.T) {
+	raw, err := os.ReadFile("../template.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tpl struct {
+		Globals struct {
+			Function struct {
+				Environment struct {
+					Variables map[string]yaml.Node `yaml:"Variables"`
+				} `yaml:"Environment"`
+			} `yaml:"Function"`
+		} `yaml:"Globals"`
+	}
+	if err := yaml.Unmarshal(raw, &tpl); err != nil {
+		t.Fatal(err)
+	}
+	for name := range samLocalEnv(t) {
+		if _, ok := tpl.Globals.Function.Environment.Variables[name]; !ok {
+			t.Errorf("infra/env.json sets %s, which template.yaml does not declare: sam local would drop it", name)
 		}
 	}
 }

@@ -16,7 +16,7 @@ import (
 )
 
 func TestFromDBDraftsTheDemoProcedures(t *testing.T) {
-	data, err := json.Marshal(map[string]tenants.Instance{"demo": {Config: fbtest.Demo(t), AllowAnonymous: true}})
+	data, err := json.Marshal(map[string]tenants.Instance{"demo": {Config: fbtest.Demo(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestCheckNamesEntryAndField(t *testing.T) {
 }
 
 func TestDoctorTranscript(t *testing.T) {
-	data, err := json.Marshal(map[string]tenants.Instance{"demo": {Config: fbtest.Demo(t), AllowAnonymous: true}})
+	data, err := json.Marshal(map[string]tenants.Instance{"demo": {Config: fbtest.Demo(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}

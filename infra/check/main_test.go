@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/erp-gateway/gateway/shared/access"
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/firebird"
@@ -19,7 +21,7 @@ import (
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
-const token = "erpgw_demo-token-for-local-use-only"
+const token = "erpgw_demo_8c04364041cbd740c97a63c0a3cff7cc_wLuaA3CSqmMyxAShB7x4f-G3dTF7S1-E-II8m9kYlRY"
 
 // server is the demo instance as make run serves it (its token required),
 // on the test database, behind edit, which may break the answers.
@@ -40,7 +42,7 @@ func server(t *testing.T, cfg gateway.Config, edit func([]byte) []byte) string {
 	}
 	pools := firebird.NewPools(firebird.Options{})
 	t.Cleanup(func() { pools.Close() })
-	h := gateway.New(cfg, cat, single{inst}, pools, slog.New(slog.DiscardHandler))
+	h := gateway.New(cfg, cat, demoAccess(t), single{inst}, pools, slog.New(slog.DiscardHandler))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, r)
@@ -143,4 +145,18 @@ func TestRequestBody(t *testing.T) {
 	if _, err := requestBody("Get_X"); err == nil {
 		t.Error("accepted a CLAVE without fields")
 	}
+}
+
+// demoAccess is infra/access.demo.json, which the demo token is minted with.
+func demoAccess(t testing.TB) *access.Current {
+	t.Helper()
+	data, err := os.ReadFile("../access.demo.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := access.Parse(data, tenants.ValidName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return access.Static(doc)
 }

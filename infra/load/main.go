@@ -44,10 +44,14 @@ const (
 )
 
 type options struct {
-	server, serverLog, instances, instance, token string
-	levels                                        []int
-	duration                                      time.Duration
-	mixed                                         int
+	server, serverLog, instances, access, instance, token string
+	levels                                                []int
+	duration                                              time.Duration
+	mixed                                                 int
+	// neighbour, when set, runs only the noisy-neighbour phase, each half
+	// this long, with neighbourClients per instance.
+	neighbour        time.Duration
+	neighbourClients int
 }
 
 func main() {
@@ -56,11 +60,14 @@ func main() {
 	flag.StringVar(&o.server, "server", "bin/localserver", "the built local server (go build -o bin/localserver ./infra/localserver)")
 	flag.StringVar(&o.serverLog, "server-log", "bin/load-server.log", "file that receives the local server's log")
 	flag.StringVar(&o.instances, "instances", "infra/instances.demo.json", "instances file")
+	flag.StringVar(&o.access, "access", "infra/access.demo.json", "access document the token is minted with")
 	flag.StringVar(&o.instance, "instance", "demo", "instance to load")
-	flag.StringVar(&o.token, "token", "erpgw_demo-token-for-local-use-only", "bearer token of the instance")
+	flag.StringVar(&o.token, "token", "erpgw_demo_8c04364041cbd740c97a63c0a3cff7cc_wLuaA3CSqmMyxAShB7x4f-G3dTF7S1-E-II8m9kYlRY", "bearer token of the instance")
 	flag.StringVar(&levels, "levels", "1,4,16", "client counts, comma-separated")
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "length of each measurement")
 	flag.IntVar(&o.mixed, "mixed", 5000, "mixed requests of the hygiene phase (0 skips it)")
+	flag.DurationVar(&o.neighbour, "neighbour", 0, "run only the noisy-neighbour phase, each half this long (make load-neighbour)")
+	flag.IntVar(&o.neighbourClients, "neighbour-clients", 8, "clients per instance in the noisy-neighbour phase")
 	flag.Parse()
 
 	var err error
@@ -69,7 +76,11 @@ func main() {
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err = run(ctx, o)
+	if o.neighbour > 0 {
+		err = neighbour(ctx, o, o.neighbour, o.neighbourClients)
+	} else {
+		err = run(ctx, o)
+	}
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "load:", err)
@@ -439,7 +450,7 @@ func startServer(o options) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(o.server, "-addr", addr, "-instances", o.instances)
+	cmd := exec.Command(o.server, "-addr", addr, "-instances", o.instances, "-access", o.access)
 	cmd.Env = os.Environ()
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {

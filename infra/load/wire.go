@@ -24,6 +24,8 @@ type wireClient struct {
 	conn    net.Conn
 	r       *bufio.Reader
 	answer  []byte
+	// retryAfter is the last answer's Retry-After, in seconds (0: none).
+	retryAfter int
 }
 
 func newWireClient(rawURL, token string, body []byte) (*wireClient, error) {
@@ -76,6 +78,7 @@ func (c *wireClient) exchange() (int, []byte, error) {
 		return 0, nil, fmt.Errorf("status line %q: %w", line, err)
 	}
 	length := -1
+	c.retryAfter = 0
 	for {
 		line, err := c.r.ReadSlice('\n')
 		if err != nil {
@@ -86,6 +89,9 @@ func (c *wireClient) exchange() (int, []byte, error) {
 			break
 		}
 		name, value, ok := bytes.Cut(line, []byte(":"))
+		if ok && bytes.EqualFold(name, []byte("Retry-After")) {
+			c.retryAfter, _ = strconv.Atoi(string(bytes.TrimSpace(value)))
+		}
 		if ok && bytes.EqualFold(name, []byte("Content-Length")) {
 			if length, err = strconv.Atoi(string(bytes.TrimSpace(value))); err != nil {
 				return 0, nil, fmt.Errorf("Content-Length %q: %w", value, err)

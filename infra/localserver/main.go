@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -15,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/erp-gateway/gateway/shared/access"
+	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/firebird"
 	"github.com/erp-gateway/gateway/shared/gateway"
 	"github.com/erp-gateway/gateway/shared/tenants"
@@ -23,16 +26,19 @@ import (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:3000", "address to listen on")
 	instancesPath := flag.String("instances", "infra/instances.demo.json", "instances file: instance name -> instance document")
+	accessPath := flag.String("access", "infra/access.demo.json", "access document: the keys tokens are minted with")
+	readTimeout := flag.Duration("read-timeout", 30*time.Second, "time to read a request, body included; a body still arriving then is answered 408")
+	maxRequests := flag.Int("max-requests", 64, "requests served at once; more are refused with 429")
 	flag.Parse()
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: gateway.LogLevel(os.Getenv("LOG_LEVEL"))}))
-	if err := run(*addr, *instancesPath, log); err != nil {
+	if err := run(*addr, *instancesPath, *accessPath, *readTimeout, *maxRequests, log); err != nil {
 		log.Error("localserver stopped", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr, instancesPath string, log *slog.Logger) error {
+func run(addr, instancesPath, accessPath string, readTimeout time.Duration, maxRequests int, log *slog.Logger) error {
 	cfg, err := gateway.ConfigFromEnv(os.Getenv)
 	if err != nil {
 		return err
@@ -46,6 +52,11 @@ func run(addr, instancesPath string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	load := func(context.Context) ([]byte, error) { return os.ReadFile(accessPath) }
+	acc, err := access.Start(context.Background(), load, tenants.ValidName, 0, log)
+	if err != nil {
+		return fmt.Errorf("%s: %w", accessPath, err)
+	}
 	opts, err := firebird.OptionsFromEnv(os.Getenv)
 	if err != nil {
 		return err
@@ -55,10 +66,12 @@ func run(addr, instancesPath string, log *slog.Logger) error {
 
 	srv := &http.Server{
 		Addr:              addr,
-		Handler:           gateway.New(cfg, cat, instances, pools, log),
+		Handler:           limit(gateway.New(cfg, cat, acc, instances, pools, log), maxRequests),
 		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
+		ReadTimeout:       readTimeout,
 		WriteTimeout:      time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -73,4 +86,23 @@ func run(addr, instancesPath string, log *slog.Logger) error {
 		return err
 	}
 	return nil
+}
+
+// limit refuses requests beyond n at once with API Gateway's throttling
+// answer, so a burst cannot queue without bound behind a slow database.
+func limit(h http.Handler, n int) http.Handler {
+	slots := make(chan struct{}, max(n, 1))
+	busy := fmt.Sprintf(`{"cod_error":%d,"ex_execsql":"too many requests; retry later"}`, catalog.CodeThrottled)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+			h.ServeHTTP(w, r)
+		default:
+			w.Header().Set("Content-Type", "application/json; charset=utf-8")
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			io.WriteString(w, busy) //nolint:errcheck // the client went away
+		}
+	})
 }

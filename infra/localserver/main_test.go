@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -35,7 +36,7 @@ func build(t *testing.T) string {
 
 func instancesFile(t *testing.T) string {
 	t.Helper()
-	data, err := json.Marshal(map[string]tenants.Instance{"demo": {Config: fbtest.Demo(t), AllowAnonymous: true}})
+	data, err := json.Marshal(map[string]tenants.Instance{"demo": {Config: fbtest.Demo(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,25 @@ func instancesFile(t *testing.T) string {
 	return path
 }
 
+// accessFile is an access document letting the named instances in without
+// a token.
+func accessFile(t testing.TB, anonymous ...string) string {
+	t.Helper()
+	_, data := fbtest.Access(t, anonymous...)
+	path := filepath.Join(t.TempDir(), "access.json")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 func start(t *testing.T, bin string, env ...string) *server {
+	t.Helper()
+	return startWith(t, bin, nil, env...)
+}
+
+// startWith is start with more flags.
+func startWith(t *testing.T, bin string, flags []string, env ...string) *server {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -54,7 +73,7 @@ func start(t *testing.T, bin string, env ...string) *server {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	cmd := exec.Command(bin, "-addr", addr, "-instances", instancesFile(t))
+	cmd := exec.Command(bin, append([]string{"-addr", addr, "-instances", instancesFile(t), "-access", accessFile(t, "demo")}, flags...)...)
 	cmd.Env = append(os.Environ(), env...)
 	var logs strings.Builder
 	cmd.Stdout, cmd.Stderr = &logs, &logs
@@ -171,5 +190,45 @@ func TestLocalServerServesItsOpenAPIDocument(t *testing.T) {
 	}
 	if _, ok := doc.Components.Schemas["Get_Inventario_Precio.answer"]; !ok {
 		t.Fatalf("no schema for the catalog's Get_Inventario_Precio: %v", doc.Components.Schemas)
+	}
+}
+
+// TestLocalServerLimits: a body that never finishes is answered 408 in the
+// gateway's JSON, and requests beyond the server's bound are refused at once
+// with 429 while slow ones hold every slot.
+func TestLocalServerLimits(t *testing.T) {
+	s := startWith(t, build(t), []string{"-read-timeout", "1s", "-max-requests", "2"})
+	addr := strings.TrimPrefix(strings.SplitN(s.base, "/demo/", 2)[0], "http://")
+	slow := func() net.Conn {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		fmt.Fprintf(c, "POST /demo/RestServerIsapi.dll/api/v1/TServiceRestInterface/executequery HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"CLAVE\":")
+		return c
+	}
+	first, second := slow(), slow()
+	time.Sleep(200 * time.Millisecond) // both are being served, reading their bodies
+
+	status, body := s.post(t, "executequery", `{"CLAVE":"Get_Terceros","CODIGO":"800000000"}`)
+	if status != http.StatusTooManyRequests || body != `{"cod_error":1203,"ex_execsql":"too many requests; retry later"}` {
+		t.Fatalf("beyond the bound: HTTP %d %s", status, body)
+	}
+	for _, c := range []net.Conn{first, second} {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestTimeout || string(b) != `{"cod_error":1012,"ex_execsql":"the body did not arrive in time"}` {
+			t.Fatalf("unfinished body: HTTP %d %s", resp.StatusCode, b)
+		}
+	}
+	// The slots are free again.
+	if status, body := s.post(t, "executequery", `{"CLAVE":"Get_Terceros","CODIGO":"800000000"}`); status != 200 {
+		t.Fatalf("after the slow bodies: HTTP %d %s", status, body)
 	}
 }

@@ -28,6 +28,7 @@ const (
 	CodeUnknownField   Code = 1009
 	CodeParamInvalid   Code = 1010 // not valid UTF-8 or holds a NUL character
 	CodeParamFormat    Code = 1011 // not a date, integer or decimal of the parameter's form
+	CodeBodyTimeout    Code = 1012 // the body did not arrive within the server's read timeout
 	CodeNotFound       Code = 1101 // no such route
 	CodeMethod         Code = 1102 // not POST
 	CodeBadInstance    Code = 1103 // instance name is not well formed
@@ -37,6 +38,7 @@ const (
 	CodeConfig         Code = 1202 // the instance's settings cannot be read
 	CodeThrottled      Code = 1203 // API Gateway's throttling (template.yaml); never sent by the handler
 	CodeOutcomeUnknown Code = 1204 // a write's commit was sent and never confirmed
+	CodePaused         Code = 1205 // the instance's breaker is open: its database failed in a row
 	CodeInternal       Code = 1299
 	CodeTooManyRows    Code = 1301 // the answer has more rows than the operation's max_rows
 	CodeAnswerTooLarge Code = 1302 // the answer passes what a Lambda function may return

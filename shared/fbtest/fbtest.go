@@ -1,17 +1,21 @@
 // Package fbtest gives tests the Firebird databases `make test` prepares
 // (infra/firebird.sh): the demo ERP in UTF8 and another ERP in WIN1252 whose
 // REST_ERROR has another number. A test that needs them fails, never skips,
-// when they are not there.
+// when they are not there. It also makes the access documents and tokens
+// tests open instances with.
 package fbtest
 
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"os"
 	"testing"
 	"time"
 
+	"github.com/erp-gateway/gateway/shared/access"
 	"github.com/erp-gateway/gateway/shared/firebird"
+	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
 func env(t testing.TB, name string) string {
@@ -65,4 +69,33 @@ func Open(t testing.TB, cfg firebird.Config) *sql.DB {
 		t.Fatalf("Firebird at %s does not answer (run the tests with `make test`): %v", cfg, err)
 	}
 	return db
+}
+
+// Access returns an access document with a fresh key, parsed and as JSON,
+// letting the named instances in without a token.
+func Access(t testing.TB, anonymous ...string) (*access.Document, []byte) {
+	t.Helper()
+	key, err := access.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := json.Marshal(map[string]any{"keys": map[string]string{"test": key}, "anonymous": append([]string{}, anonymous...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := access.Parse(data, tenants.ValidName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc, data
+}
+
+// Token mints a token of doc for instance.
+func Token(t testing.TB, doc *access.Document, instance string) string {
+	t.Helper()
+	token, _, err := doc.Mint(instance, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/erp-gateway/gateway/shared/access"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/gateway"
 	"github.com/erp-gateway/gateway/shared/tenants"
@@ -51,16 +52,11 @@ func BenchmarkGetReferencias(b *testing.B) {
 		})
 	}
 	b.Run("handler", func(b *testing.B) {
-		token, err := tenants.NewToken()
-		if err != nil {
-			b.Fatal(err)
-		}
-		e := newEnv(b, gateway.Config{}, map[string]any{
-			"demo": tenants.Instance{Config: fbtest.Demo(b), Tokens: []string{tenants.HashToken(token)}},
-		})
+		e := newEnv(b, gateway.Config{}, map[string]any{"demo": tenants.Instance{Config: fbtest.Demo(b)}})
+		token := fbtest.Token(b, e.acc, "demo")
 		// As in production, one JSON line per request; written nowhere, so
 		// the benchmark does not measure a growing in-memory log.
-		e.h = gateway.New(gateway.Config{}, e.cat, e.src, e.db, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+		e.h = gateway.New(gateway.Config{}, e.cat, access.Static(e.acc), e.src, e.db, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 		const body = `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`
 		p := path("demo", "executequery")
 		b.ReportAllocs()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/erp-gateway/gateway/shared/access"
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/firebird"
@@ -102,7 +103,7 @@ func doctorEnv(t *testing.T) (http.Handler, *strings.Builder) {
 	}
 	e := demoEnv(t, gateway.Config{})
 	logs := &strings.Builder{}
-	return gateway.New(gateway.Config{}, cat, e.src, e.db, slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil))), logs
+	return gateway.New(gateway.Config{}, cat, access.Static(e.acc), e.src, e.db, slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil))), logs
 }
 
 func TestACallTheDatabaseCannotRunIsExplained(t *testing.T) {
@@ -134,7 +135,7 @@ func TestHealth(t *testing.T) {
 	// The specification's catalog alone: the test-only procedures of other
 	// tests may not exist yet.
 	e := demoEnv(t, gateway.Config{})
-	spec := gateway.New(gateway.Config{}, catalog.Default(), e.src, e.db, slog.New(slog.DiscardHandler))
+	spec := gateway.New(gateway.Config{}, catalog.Default(), access.Static(e.acc), e.src, e.db, slog.New(slog.DiscardHandler))
 	tests := []struct {
 		name, method, path string
 		status             int

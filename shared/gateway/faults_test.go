@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"errors"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -23,6 +24,7 @@ type tcpProxy struct {
 	target string
 	mu     sync.Mutex
 	flows  []*atomic.Bool
+	hung   atomic.Bool // new flows are accepted and never answered
 }
 
 func newProxy(t testing.TB, target string) *tcpProxy {
@@ -47,6 +49,13 @@ func newProxy(t testing.TB, target string) *tcpProxy {
 			client, err := ln.Accept()
 			if err != nil {
 				return
+			}
+			if p.hung.Load() {
+				connsMu.Lock()
+				conns = append(conns, client)
+				connsMu.Unlock()
+				go io.Copy(io.Discard, client) //nolint:errcheck // swallowed until closed
+				continue
 			}
 			server, err := net.Dial("tcp", target)
 			if err != nil {
@@ -88,6 +97,15 @@ func pipe(dst, src net.Conn, dead *atomic.Bool) {
 }
 
 func (p *tcpProxy) port() int { return p.ln.Addr().(*net.TCPAddr).Port }
+
+// hang makes the proxy a server that accepts and never answers, for flows
+// old and new (on), or forward new flows again (off).
+func (p *tcpProxy) hang(on bool) {
+	p.hung.Store(on)
+	if on {
+		p.blackhole()
+	}
+}
 
 func (p *tcpProxy) blackhole() {
 	p.mu.Lock()

@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +28,13 @@ import (
 type Database interface {
 	Read(ctx context.Context, t firebird.Target, procedure string, args []any, out *record.Encoder) error
 	Write(ctx context.Context, t firebird.Target, procedure string, args []any, readBack string, readArgs []any, out *record.Encoder) error
+}
+
+// Access checks a request's credentials for an instance name before any
+// per-instance work; *access.Current is the real one. It returns the id of
+// the token presented ("" when the instance takes anonymous requests).
+type Access interface {
+	Authorize(instance string, authorization []string) (tokenID string, ok bool)
 }
 
 // Instances resolves instance names; *tenants.File and *tenants.Cache are.
@@ -59,6 +67,8 @@ type Config struct {
 	MaxAnswer int
 	// OpenAPI serves GET .../{instance}/openapi.json (the local server).
 	OpenAPI bool
+	// Breaker tunes the per-instance circuit breaker.
+	Breaker BreakerConfig
 }
 
 // Defaults of Config.
@@ -76,6 +86,7 @@ const (
 type Handler struct {
 	cfg       Config
 	catalog   *catalog.Catalog
+	access    Access
 	instances Instances
 	db        Database
 	log       *slog.Logger
@@ -83,10 +94,11 @@ type Handler struct {
 	// procedures, for the health check and for explaining a call the
 	// database cannot run.
 	described *descriptions
+	breakers  *breakers
 }
 
 // New builds the handler from long-lived parts made once by main.
-func New(cfg Config, cat *catalog.Catalog, instances Instances, db Database, log *slog.Logger) *Handler {
+func New(cfg Config, cat *catalog.Catalog, acc Access, instances Instances, db Database, log *slog.Logger) *Handler {
 	if cfg.Class == "" {
 		cfg.Class = DefaultClass
 	}
@@ -105,7 +117,7 @@ func New(cfg Config, cat *catalog.Catalog, instances Instances, db Database, log
 	if len(cfg.Endpoints) == 0 {
 		cfg.Endpoints = []catalog.Endpoint{catalog.ExecuteQuery, catalog.Execute}
 	}
-	return &Handler{cfg: cfg, catalog: cat, instances: instances, db: db, log: log, described: newDescriptions()}
+	return &Handler{cfg: cfg, catalog: cat, access: acc, instances: instances, db: db, log: log, described: newDescriptions(), breakers: newBreakers(cfg.Breaker)}
 }
 
 // Routes lists what the handler serves as "METHOD /path" in API Gateway's
@@ -139,18 +151,32 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	o.write(w)
 }
 
+type pathInstanceKey struct{}
+
+// WithPathInstance tells the handler which instance name API Gateway matched
+// ({instance} of pathParameters). The handler then serves that name or
+// nothing, so a control keyed on {instance} (an authorizer, a WAF rule, a
+// usage plan) sees the name that is served.
+func WithPathInstance(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, pathInstanceKey{}, name)
+}
+
 // outcome is what one request answers.
 type outcome struct {
-	status    int
-	code      catalog.Code
-	body      []byte
-	challenge bool // ask for a bearer token
-	instance  string
-	clave     string
+	status     int
+	code       catalog.Code
+	body       []byte
+	challenge  bool          // ask for a bearer token
+	retryAfter time.Duration // when to try again, for a pause
+	instance   string
+	clave      string
 }
 
 func (h *Handler) serve(r *http.Request) outcome {
-	if instance, ok := h.lastSegment(r.URL.Path, "openapi.json"); ok && h.cfg.OpenAPI {
+	// Routing reads the path as sent: a segment such as x%2Facme is one
+	// (invalid) instance name, never the instance acme.
+	path := r.URL.EscapedPath()
+	if instance, ok := h.lastSegment(path, "openapi.json"); ok && h.cfg.OpenAPI {
 		if r.Method != http.MethodGet {
 			return refusal(catalog.CodeMethod, "use GET")
 		}
@@ -162,7 +188,7 @@ func (h *Handler) serve(r *http.Request) outcome {
 		o.instance = instance
 		return o
 	}
-	if instance, ok := h.lastSegment(r.URL.Path, "health"); ok {
+	if instance, ok := h.lastSegment(path, "health"); ok {
 		if r.Method != http.MethodGet {
 			return refusal(catalog.CodeMethod, "use GET")
 		}
@@ -174,7 +200,7 @@ func (h *Handler) serve(r *http.Request) outcome {
 		o.instance = instance
 		return o
 	}
-	instance, endpoint, ok := h.route(r.URL.Path)
+	instance, endpoint, ok := h.route(path)
 	if !ok {
 		return refusal(catalog.CodeNotFound, "no such path; POST to /{instance}/RestServerIsapi.dll/api/v1/"+h.cfg.Class+"/executequery or .../execute")
 	}
@@ -191,6 +217,8 @@ func (h *Handler) serve(r *http.Request) outcome {
 	switch {
 	case errors.As(err, &tooBig):
 		return refusal(catalog.CodeTooLarge, fmt.Sprintf("the body is larger than %d bytes", h.cfg.MaxBody))
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return refusal(catalog.CodeBodyTimeout, "the body did not arrive in time")
 	case err != nil:
 		return refusal(catalog.CodeNotObject, "the body could not be read")
 	}
@@ -206,11 +234,21 @@ func (h *Handler) serve(r *http.Request) outcome {
 	return o
 }
 
-// authenticate resolves the instance and checks the request's token.
+// authenticate checks the request's token for the instance name and only
+// then resolves the instance: a request without a valid token costs no
+// lookup, no cache entry and no connection, and learns nothing of which
+// names exist.
 func (h *Handler) authenticate(r *http.Request, instance string) (tenants.Instance, *outcome) {
 	refuse := func(o outcome) (tenants.Instance, *outcome) { return tenants.Instance{}, &o }
 	if !tenants.ValidName(instance) {
 		return refuse(refusal(catalog.CodeBadInstance, "the instance name must be 1 to 64 letters, digits, _ or -"))
+	}
+	if matched, ok := r.Context().Value(pathInstanceKey{}).(string); ok && matched != instance {
+		return refuse(refusal(catalog.CodeBadInstance, "the instance name in the path is ambiguous"))
+	}
+	tokenID, ok := h.access.Authorize(instance, r.Header.Values("Authorization"))
+	if !ok {
+		return refuse(unauthorized())
 	}
 	inst, err := h.instances.Lookup(r.Context(), instance)
 	switch {
@@ -222,7 +260,7 @@ func (h *Handler) authenticate(r *http.Request, instance string) (tenants.Instan
 		h.log.WarnContext(r.Context(), "instance settings unavailable", "instance", instance, "err", err)
 		return refuse(refusal(catalog.CodeConfig, "the settings of instance "+instance+" cannot be read right now; try again later"))
 	}
-	if !inst.Authorize(r.Header.Get("Authorization")) {
+	if tokenID != "" && inst.Revoked(tokenID) {
 		return refuse(unauthorized())
 	}
 	return inst, nil
@@ -259,16 +297,8 @@ func (h *Handler) run(ctx context.Context, t firebird.Target, call catalog.Call)
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
 	defer cancel()
 	out := record.NewEncoder(dataPrefix, record.Limits{MaxRows: call.Op.MaxRows, MaxBytes: h.cfg.MaxAnswer})
-	err := h.call(ctx, t, call, out)
-	if errors.Is(err, firebird.ErrCredentials) {
-		// The password may have been rotated: read the instance's settings
-		// again, bypassing the cache, and retry once if they changed.
-		if fresh, ok := h.refreshed(ctx, t); ok {
-			h.log.InfoContext(ctx, "credentials refused; retrying with refreshed settings", "instance", t.Instance)
-			t.Config = fresh.Config
-			err = h.call(ctx, t, call, out)
-		}
-	}
+	err := h.guarded(ctx, t, call, out)
+	var paused *pausedError
 	var exc *firebird.Exception
 	nothingWritten := ""
 	if call.Op.ReadBack != nil {
@@ -277,6 +307,10 @@ func (h *Handler) run(ctx context.Context, t firebird.Target, call catalog.Call)
 	switch {
 	case err == nil:
 		return outcome{status: http.StatusOK, body: out.Finish("}")}
+	case errors.As(err, &paused):
+		o := refusal(catalog.CodePaused, fmt.Sprintf("the database of instance %s failed repeatedly; calls to it are paused for %ds%s; try again later", t.Instance, retrySeconds(paused.wait), nothingWritten))
+		o.retryAfter = paused.wait
+		return o
 	case errors.Is(err, record.ErrTooManyRows):
 		return refusal(catalog.CodeTooManyRows, fmt.Sprintf("the answer of CLAVE %s has more than %d rows, its limit%s; ask for fewer (narrow the parameters)", call.Op.Clave, call.Op.MaxRows, nothingWritten))
 	case errors.Is(err, record.ErrTooLarge):
@@ -304,6 +338,43 @@ func (h *Handler) run(ctx context.Context, t firebird.Target, call catalog.Call)
 		return refusal(catalog.CodeInternal, "internal error")
 	}
 }
+
+// pausedError: the instance's breaker is open.
+type pausedError struct{ wait time.Duration }
+
+func (e *pausedError) Error() string { return "calls paused by the breaker" }
+
+// guarded runs the call unless the instance's breaker is open, and tells the
+// breaker how it went.
+func (h *Handler) guarded(ctx context.Context, t firebird.Target, call catalog.Call, out *record.Encoder) error {
+	ticket, ok, wait := h.breakers.allow(t.Instance)
+	if !ok {
+		return &pausedError{wait: wait}
+	}
+	unavailable := true // a panic below counts as a failure
+	defer func() {
+		if h.breakers.done(t.Instance, ticket, unavailable) {
+			h.log.WarnContext(ctx, "breaker opened: calls to the instance paused", "instance", t.Instance)
+		}
+	}()
+	err := h.call(ctx, t, call, out)
+	if errors.Is(err, firebird.ErrCredentials) {
+		// The password may have been rotated: read the instance's settings
+		// again, bypassing the cache, and retry once if they changed.
+		if fresh, ok := h.refreshed(ctx, t); ok {
+			h.log.InfoContext(ctx, "credentials refused; retrying with refreshed settings", "instance", t.Instance)
+			t.Config = fresh.Config
+			err = h.call(ctx, t, call, out)
+		}
+	}
+	// A database that answered "cannot run this" is up; one procedure's
+	// trouble must not pause the instance's other operations.
+	unavailable = (errors.Is(err, firebird.ErrUnavailable) && !errors.Is(err, firebird.ErrCannotRun)) ||
+		errors.Is(err, firebird.ErrOutcomeUnknown)
+	return err
+}
+
+func retrySeconds(d time.Duration) int { return int((d + time.Second - 1) / time.Second) }
 
 func (h *Handler) call(ctx context.Context, t firebird.Target, call catalog.Call, out *record.Encoder) error {
 	if rb := call.Op.ReadBack; rb != nil {
@@ -343,13 +414,15 @@ func statusOf(code catalog.Code) int {
 	switch code {
 	case catalog.CodeTooLarge:
 		return http.StatusRequestEntityTooLarge
+	case catalog.CodeBodyTimeout:
+		return http.StatusRequestTimeout
 	case catalog.CodeNotFound:
 		return http.StatusNotFound
 	case catalog.CodeMethod:
 		return http.StatusMethodNotAllowed
 	case catalog.CodeUnauthorized:
 		return http.StatusUnauthorized
-	case catalog.CodeUnavailable, catalog.CodeConfig, catalog.CodeOutcomeUnknown:
+	case catalog.CodeUnavailable, catalog.CodeConfig, catalog.CodeOutcomeUnknown, catalog.CodePaused:
 		return http.StatusServiceUnavailable
 	case catalog.CodeInternal:
 		return http.StatusInternalServerError
@@ -380,6 +453,9 @@ func (o outcome) write(w http.ResponseWriter) {
 	}
 	if o.challenge {
 		h.Set("WWW-Authenticate", `Bearer realm="erp-gateway"`)
+	}
+	if o.retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(retrySeconds(o.retryAfter)))
 	}
 	w.WriteHeader(o.status)
 	w.Write(o.body) //nolint:errcheck // the client went away; nothing to do

@@ -22,9 +22,12 @@ import (
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
-// anonymous opens an instance without a token, as the original service did.
-func anonymous(cfg firebird.Config) tenants.Instance {
-	return tenants.Instance{Config: cfg, AllowAnonymous: true}
+// anonymousInstance is an instance the test's access document lets in
+// without a token, as the original service did.
+type anonymousInstance struct{ tenants.Instance }
+
+func anonymous(cfg firebird.Config) anonymousInstance {
+	return anonymousInstance{tenants.Instance{Config: cfg}}
 }
 
 func demoEnv(t testing.TB, cfg gateway.Config) *env {

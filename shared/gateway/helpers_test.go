@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/erp-gateway/gateway/shared/access"
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/firebird"
@@ -49,6 +50,7 @@ type env struct {
 	h   http.Handler
 	cat *catalog.Catalog
 	src *tenants.File
+	acc *access.Document
 	db  *countingDB
 	log *strings.Builder
 }
@@ -92,6 +94,13 @@ func newEnvOpts(t testing.TB, cfg gateway.Config, opts firebird.Options, instanc
 	if err != nil {
 		t.Fatal(err)
 	}
+	var open []string
+	for name, inst := range instances {
+		if _, ok := inst.(anonymousInstance); ok {
+			open = append(open, name)
+		}
+	}
+	acc, _ := fbtest.Access(t, open...)
 	file := filepath.Join(t.TempDir(), "instances.json")
 	if err := os.WriteFile(file, data, 0o600); err != nil {
 		t.Fatal(err)
@@ -109,7 +118,7 @@ func newEnvOpts(t testing.TB, cfg gateway.Config, opts firebird.Options, instanc
 	logs := &strings.Builder{}
 	log := slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	db := &countingDB{Pools: pools}
-	return &env{h: gateway.New(cfg, cat, src, db, log), cat: cat, src: src, db: db, log: logs}
+	return &env{h: gateway.New(cfg, cat, access.Static(acc), src, db, log), cat: cat, src: src, acc: acc, db: db, log: logs}
 }
 
 type lockedWriter struct {
@@ -126,6 +135,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 // response is what a client sees.
 type response struct {
 	Status int
+	Header http.Header
 	Raw    string
 	Body   struct {
 		CodError  *int             `json:"cod_error"`
@@ -145,7 +155,7 @@ func do(t testing.TB, h http.Handler, method, p, body string) response {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	var r response
-	r.Status = rec.Code
+	r.Status, r.Header = rec.Code, rec.Header()
 	r.Raw = rec.Body.String()
 	if ct := rec.Header().Get("Content-Type"); ct != "application/json; charset=utf-8" {
 		t.Fatalf("%s %s: Content-Type %q", method, p, ct)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/erp-gateway/gateway/shared/access"
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/gateway"
@@ -28,7 +29,7 @@ func TestREADMEExamples(t *testing.T) {
 	if len(examples) < 9 {
 		t.Fatalf("found %d examples in the README", len(examples))
 	}
-	// The demo instance as make run serves it, token hashes included, on
+	// The demo instance as make run serves it, with its access document, on
 	// the test database.
 	demo, err := tenants.LoadFile("../../infra/instances.demo.json")
 	if err != nil {
@@ -51,7 +52,15 @@ func TestREADMEExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnv(t, gateway.Config{}, map[string]any{"demo": inst})
-	h := gateway.New(gateway.Config{}, cat, e.src, e.db, slog.New(slog.DiscardHandler))
+	accessDoc, err := os.ReadFile("../../infra/access.demo.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc, err := access.Parse(accessDoc, tenants.ValidName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := gateway.New(gateway.Config{}, cat, access.Static(acc), e.src, e.db, slog.New(slog.DiscardHandler))
 	for _, ex := range examples {
 		auth, p, body, want := string(ex[1]), string(ex[2]), string(ex[3]), string(ex[4])
 		req := httptest.NewRequest(http.MethodPost, p, strings.NewReader(body))

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -22,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
+	"github.com/erp-gateway/gateway/shared/access"
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/firebird"
 	"github.com/erp-gateway/gateway/shared/gateway"
@@ -49,7 +51,12 @@ func New(ctx context.Context, endpoint catalog.Endpoint, builtCatalog string, ge
 	if err != nil {
 		return nil, err
 	}
-	instances, err := instanceSource(ctx, getenv)
+	secrets := lazyAWS(ctx)
+	acc, err := accessSource(ctx, getenv, secrets, log)
+	if err != nil {
+		return nil, err
+	}
+	instances, err := instanceSource(getenv, secrets)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +69,7 @@ func New(ctx context.Context, endpoint catalog.Endpoint, builtCatalog string, ge
 	// connections into each customer's Firebird.
 	opts.MaxConns = 1
 	pools := firebird.NewPools(opts)
-	h := gateway.New(cfg, cat, instances, pools, log)
+	h := gateway.New(cfg, cat, acc, instances, pools, log)
 	return &Function{adapter: httpadapter.New(h), pools: pools, log: log}, nil
 }
 
@@ -91,7 +98,57 @@ func catalogOf(built string, getenv func(string) string) (*catalog.Catalog, erro
 	return c, nil
 }
 
-func instanceSource(ctx context.Context, getenv func(string) string) (gateway.Instances, error) {
+// lazyAWS loads the AWS configuration once, when a secret is first needed:
+// sam local and tests that keep everything inline need none.
+func lazyAWS(ctx context.Context) func() (*secretsmanager.Client, error) {
+	return sync.OnceValues(func() (*secretsmanager.Client, error) {
+		// Region, credentials and AWS_ENDPOINT_URL_SECRETS_MANAGER come from
+		// the standard environment. Two attempts: a throttled or unreachable
+		// Secrets Manager must answer in seconds, not hang a request.
+		cfg, err := config.LoadDefaultConfig(ctx, config.WithRetryMaxAttempts(2))
+		if err != nil {
+			return nil, fmt.Errorf("AWS configuration: %w", err)
+		}
+		return secretsmanager.NewFromConfig(cfg), nil
+	})
+}
+
+// accessSource reads the access document (README, "Tokens") once now, and
+// again every GATEWAY_ACCESS_REFRESH from Secrets Manager.
+func accessSource(ctx context.Context, getenv func(string) string, sm func() (*secretsmanager.Client, error), log *slog.Logger) (*access.Current, error) {
+	if inline := getenv("GATEWAY_ACCESS_JSON"); inline != "" {
+		load := func(context.Context) ([]byte, error) { return []byte(inline), nil }
+		acc, err := access.Start(ctx, load, tenants.ValidName, 0, log)
+		if err != nil {
+			return nil, fmt.Errorf("GATEWAY_ACCESS_JSON: %w", err)
+		}
+		return acc, nil
+	}
+	id := getenv("GATEWAY_ACCESS_SECRET")
+	if id == "" {
+		return nil, errors.New("no access document: set GATEWAY_ACCESS_SECRET (or GATEWAY_ACCESS_JSON for sam local)")
+	}
+	every := 5 * time.Minute
+	if v := getenv("GATEWAY_ACCESS_REFRESH"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("GATEWAY_ACCESS_REFRESH=%q: want a positive duration such as 5m", v)
+		}
+		every = d
+	}
+	client, err := sm()
+	if err != nil {
+		return nil, err
+	}
+	load := func(ctx context.Context) ([]byte, error) { return tenants.SecretString(ctx, client, id) }
+	acc, err := access.Start(ctx, load, tenants.ValidName, every, log)
+	if err != nil {
+		return nil, fmt.Errorf("GATEWAY_ACCESS_SECRET: %w", err)
+	}
+	return acc, nil
+}
+
+func instanceSource(getenv func(string) string, sm func() (*secretsmanager.Client, error)) (gateway.Instances, error) {
 	// For sam local and tests only: in AWS, passwords belong in Secrets
 	// Manager, not in the function's environment.
 	if inline := getenv("GATEWAY_INSTANCES_JSON"); inline != "" {
@@ -113,20 +170,19 @@ func instanceSource(ctx context.Context, getenv func(string) string) (gateway.In
 		}
 		opts.TTL = ttl
 	}
-	// Region, credentials and AWS_ENDPOINT_URL_SECRETS_MANAGER come from the
-	// standard environment. Two attempts: a throttled or unreachable Secrets
-	// Manager must answer 503 in seconds, not hang a request.
-	awsCfg, err := config.LoadDefaultConfig(ctx, config.WithRetryMaxAttempts(2))
+	client, err := sm()
 	if err != nil {
-		return nil, fmt.Errorf("AWS configuration: %w", err)
+		return nil, err
 	}
-	sm := tenants.NewSecretsManager(secretsmanager.NewFromConfig(awsCfg), prefix)
-	return tenants.NewCache(sm, opts), nil
+	return tenants.NewCache(tenants.NewSecretsManager(client, prefix), opts), nil
 }
 
 // Handle serves one API Gateway event. The Lambda deadline and the API
 // Gateway request context reach the handler through ctx.
 func (f *Function) Handle(ctx context.Context, event events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	if name, ok := event.PathParameters["instance"]; ok {
+		ctx = gateway.WithPathInstance(ctx, name)
+	}
 	resp, err := f.adapter.ProxyWithContext(ctx, event)
 	if err != nil {
 		// The event could not become an http.Request (a body that is not

@@ -3,12 +3,12 @@ package lambdafn_test
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -16,94 +16,36 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/erp-gateway/gateway/shared/access"
+	"github.com/erp-gateway/gateway/shared/awstest"
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/lambdafn"
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
-const prefix = "erp-gateway/instances/"
+const (
+	prefix   = "erp-gateway/instances/"
+	accessID = "erp-gateway/access"
+	stranger = "stranger"
+)
 
-// secretsManager speaks the Secrets Manager protocol (awsJson 1.1) for
-// GetSecretValue, and counts the calls per secret.
-type secretsManager struct {
-	t        testing.TB
-	mu       sync.Mutex
-	secrets  map[string]string
-	calls    map[string]int
-	throttle bool
-	delay    time.Duration
+// newSecretsManager serves the instances' secrets and an access document,
+// returned for minting.
+func newSecretsManager(t testing.TB) (*awstest.SecretsManager, *access.Document) {
+	sm := awstest.Start(t, true)
+	doc, data := fbtest.Access(t)
+	sm.Put(accessID, string(data))
+	return sm, doc
 }
 
-func newSecretsManager(t testing.TB) (*secretsManager, *httptest.Server) {
-	sm := &secretsManager{t: t, secrets: map[string]string{}, calls: map[string]int{}}
-	srv := httptest.NewServer(sm)
-	t.Cleanup(srv.Close)
-	// The standard environment, as AWS documents it; nothing else points the
-	// SDK at the fake.
-	t.Setenv("AWS_ENDPOINT_URL_SECRETS_MANAGER", srv.URL)
-	t.Setenv("AWS_REGION", "us-east-1")
-	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
-	t.Setenv("AWS_CONFIG_FILE", "/dev/null")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	return sm, srv
-}
-
-func (sm *secretsManager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || r.Header.Get("X-Amz-Target") != "secretsmanager.GetSecretValue" ||
-		r.Header.Get("Content-Type") != "application/x-amz-json-1.1" ||
-		!strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/") {
-		sm.t.Errorf("unexpected request %s %s %v", r.Method, r.URL, r.Header)
-		http.Error(w, "bad request", http.StatusBadRequest)
-		return
-	}
-	var in struct{ SecretId string }
-	json.NewDecoder(r.Body).Decode(&in)
-	sm.mu.Lock()
-	sm.calls[in.SecretId]++
-	secret, ok := sm.secrets[in.SecretId]
-	throttle, delay := sm.throttle, sm.delay
-	sm.mu.Unlock()
-	time.Sleep(delay)
-
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	switch {
-	case throttle:
-		w.WriteHeader(http.StatusBadRequest)
-		fmt.Fprint(w, `{"__type":"ThrottlingException","message":"Rate exceeded"}`)
-	case !ok:
-		w.WriteHeader(http.StatusBadRequest)
-		fmt.Fprint(w, `{"__type":"ResourceNotFoundException","message":"Secrets Manager can't find the specified secret."}`)
-	default:
-		json.NewEncoder(w).Encode(map[string]any{
-			"ARN":  "arn:aws:secretsmanager:us-east-1:123456789012:secret:" + in.SecretId + "-AbCdEf",
-			"Name": in.SecretId, "SecretString": secret, "VersionId": "6c1f3a52-0000-4000-8000-000000000001",
-			"VersionStages": []string{"AWSCURRENT"}, "CreatedDate": 1.7639e9,
-		})
-	}
-}
-
-func (sm *secretsManager) put(t testing.TB, instance string, inst tenants.Instance) {
-	b, err := json.Marshal(inst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sm.mu.Lock()
-	defer sm.mu.Unlock()
-	sm.secrets[prefix+instance] = string(b)
-}
-
-func (sm *secretsManager) callsFor(instance string) int {
-	sm.mu.Lock()
-	defer sm.mu.Unlock()
-	return sm.calls[prefix+instance]
+func put(sm *awstest.SecretsManager, instance string, inst tenants.Instance) {
+	sm.PutJSON(prefix+instance, inst)
 }
 
 func newFunction(t testing.TB, ttl string) *lambdafn.Function {
 	t.Helper()
-	env := map[string]string{"GATEWAY_SECRET_PREFIX": prefix, "GATEWAY_SECRET_TTL": ttl}
+	env := map[string]string{"GATEWAY_SECRET_PREFIX": prefix, "GATEWAY_SECRET_TTL": ttl, "GATEWAY_ACCESS_SECRET": accessID}
 	fn, err := lambdafn.New(context.Background(), catalog.ExecuteQuery, "", func(k string) string { return env[k] },
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
@@ -133,18 +75,22 @@ func get(t testing.TB, fn *lambdafn.Function, instance, token string) events.API
 }
 
 func TestInstancesFromSecretsManager(t *testing.T) {
-	sm, _ := newSecretsManager(t)
-	tokenNorte, _ := tenants.NewToken()
-	tokenSur, _ := tenants.NewToken()
+	sm, doc := newSecretsManager(t)
+	tokenNorte, tokenSur := fbtest.Token(t, doc, "norte"), fbtest.Token(t, doc, "sur")
 	// Two instances on two databases (UTF8 and WIN1252) behind one handler.
-	sm.put(t, "norte", tenants.Instance{Config: fbtest.Demo(t), Tokens: []string{tenants.HashToken(tokenNorte)}})
-	sm.put(t, "sur", tenants.Instance{Config: fbtest.Other(t), Tokens: []string{tenants.HashToken(tokenSur)}})
-	sm.mu.Lock()
-	sm.secrets[prefix+"roto"] = `{"host":"h","password":"leaked-if-echoed"` // not JSON
-	sm.mu.Unlock()
+	put(sm, "norte", tenants.Instance{Config: fbtest.Demo(t)})
+	put(sm, "sur", tenants.Instance{Config: fbtest.Other(t)})
+	sm.Put(prefix+"roto", `{"host":"h","password":"leaked-if-echoed"`) // not JSON
+	put(sm, "cifrado", tenants.Instance{Config: fbtest.Demo(t)})
+	sm.Fail(prefix+"cifrado", "DecryptionFailure")
+	put(sm, "borrado", tenants.Instance{Config: fbtest.Demo(t)})
+	sm.Fail(prefix+"borrado", "InvalidRequestException") // scheduled for deletion
 	fn := newFunction(t, "1500ms")
+	if n := sm.Calls(accessID); n != 1 {
+		t.Fatalf("the access document was read %d times at start-up", n)
+	}
 
-	expect := func(instance, token string, status int, contains string) {
+	expect := func(instance, token string, status int, contains string) events.APIGatewayProxyResponse {
 		t.Helper()
 		resp := get(t, fn, instance, token)
 		if resp.StatusCode != status || !strings.Contains(resp.Body, contains) {
@@ -153,56 +99,130 @@ func TestInstancesFromSecretsManager(t *testing.T) {
 		if strings.Contains(resp.Body, "leaked-if-echoed") || strings.Contains(resp.Body, fbtest.Demo(t).Password) {
 			t.Fatalf("secret material in %s", resp.Body)
 		}
+		return resp
 	}
 	for range 5 {
 		expect("norte", tokenNorte, 200, `"EMPRESA":"Distribuciones Andinas S.A.S."`)
 	}
 	expect("sur", tokenSur, 200, `"EMPRESA":"Exportadora Café Señorial S.A."`)
-	if n, s := sm.callsFor("norte"), sm.callsFor("sur"); n != 1 || s != 1 {
+	if n, s := sm.Calls(prefix+"norte"), sm.Calls(prefix+"sur"); n != 1 || s != 1 {
 		t.Fatalf("calls: norte %d, sur %d; want one each (cache hits)", n, s)
 	}
 
-	t.Run("tokens", func(t *testing.T) {
+	wrong := expect("norte", "erpgw_wrong", 401, `"cod_error":1105`)
+	t.Run("refused tokens cost no secret call", func(t *testing.T) {
+		before := sm.Total()
 		expect("norte", "", 401, `"cod_error":1105`)
-		expect("norte", "erpgw_wrong", 401, `"cod_error":1105`)
 		expect("norte", tokenSur, 401, `"cod_error":1105`)
 		expect("sur", tokenNorte, 401, `"cod_error":1105`)
+		expect("nadie", tokenNorte, 401, `"cod_error":1105`)
+		expect("nadie", "", 401, `"cod_error":1105`)
+		if n := sm.Total() - before; n != 0 {
+			t.Fatalf("%d secret calls for refused tokens", n)
+		}
 	})
-	t.Run("unknown instance looks like a wrong token and is cached briefly", func(t *testing.T) {
-		unknown := get(t, fn, "nadie", tokenNorte)
-		wrong := get(t, fn, "norte", "erpgw_wrong")
-		if unknown.StatusCode != 401 || unknown.Body != wrong.Body {
-			t.Fatalf("unknown %d %s, wrong token %d %s", unknown.StatusCode, unknown.Body, wrong.StatusCode, wrong.Body)
-		}
+	t.Run("an unknown instance with a token minted for its name looks like a wrong token, and is cached", func(t *testing.T) {
+		token := fbtest.Token(t, doc, "nadie")
 		for range 5 {
-			get(t, fn, "nadie", tokenNorte)
+			if resp := get(t, fn, "nadie", token); resp.StatusCode != 401 || resp.Body != wrong.Body {
+				t.Fatalf("unknown %d %s, wrong token %s", resp.StatusCode, resp.Body, wrong.Body)
+			}
 		}
-		if n := sm.callsFor("nadie"); n != 1 {
+		if n := sm.Calls(prefix + "nadie"); n != 1 {
 			t.Fatalf("%d calls for an unknown instance", n)
 		}
 	})
-	t.Run("a malformed secret answers 503 without its content", func(t *testing.T) {
-		expect("roto", tokenNorte, 503, `"cod_error":1202`)
+	t.Run("a secret scheduled for deletion is an unknown instance", func(t *testing.T) {
+		token := fbtest.Token(t, doc, "borrado")
+		for range 3 {
+			if resp := get(t, fn, "borrado", token); resp.StatusCode != 401 || resp.Body != wrong.Body {
+				t.Fatalf("%d %s", resp.StatusCode, resp.Body)
+			}
+		}
+		if n := sm.Calls(prefix + "borrado"); n != 1 {
+			t.Fatalf("%d calls", n)
+		}
+	})
+	t.Run("malformed and undecryptable secrets answer 503 without content, fetched once a while", func(t *testing.T) {
+		for _, name := range []string{"roto", "cifrado"} {
+			token := fbtest.Token(t, doc, name)
+			for range 3 {
+				expect(name, token, 503, `"cod_error":1202`)
+			}
+			if n := sm.Calls(prefix + name); n != 1 {
+				t.Fatalf("%s: %d calls for 3 requests", name, n)
+			}
+		}
 	})
 	t.Run("expiry picks up a moved database", func(t *testing.T) {
 		// The instance moves to the other database; until the TTL runs out
 		// the cached document still serves the old one.
-		sm.put(t, "norte", tenants.Instance{Config: fbtest.Other(t), Tokens: []string{tenants.HashToken(tokenNorte)}})
+		put(sm, "norte", tenants.Instance{Config: fbtest.Other(t)})
 		expect("norte", tokenNorte, 200, `"EMPRESA":"Distribuciones Andinas S.A.S."`)
 		time.Sleep(1600 * time.Millisecond)
 		expect("norte", tokenNorte, 200, `"EMPRESA":"Exportadora Café Señorial S.A."`)
-		if n := sm.callsFor("norte"); n != 2 {
+		if n := sm.Calls(prefix + "norte"); n != 2 {
 			t.Fatalf("%d calls for norte after the TTL, want 2", n)
 		}
 	})
+	t.Run("a revoked token stops opening its instance", func(t *testing.T) {
+		token, id, err := doc.Mint("sur", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		expect("sur", token, 200, `"data"`)
+		put(sm, "sur", tenants.Instance{Config: fbtest.Other(t), RevokedTokens: []string{id}})
+		time.Sleep(1600 * time.Millisecond) // the secret's TTL in this test
+		expect("sur", token, 401, `"cod_error":1105`)
+		expect("sur", tokenSur, 200, `"data"`)
+	})
+}
+
+// strangerRequests sends n requests to random instance names, every other
+// one with a well-formed token minted with a key the deployment does not
+// have.
+func strangerRequests(t testing.TB, fn *lambdafn.Function, n int) {
+	foreign, _ := fbtest.Access(t)
+	for i := range n {
+		name := fmt.Sprintf("%s%x", stranger, rand.Uint64())
+		token := ""
+		if i%2 == 0 {
+			token = fbtest.Token(t, foreign, name)
+		}
+		if resp := get(t, fn, name, token); resp.StatusCode != 401 {
+			t.Fatalf("%s: %d %s", name, resp.StatusCode, resp.Body)
+		}
+	}
+}
+
+// TestStrangersCostNothing: random names, with and without well-formed
+// tokens, make no Secrets Manager call and leave nothing behind.
+func TestStrangersCostNothing(t *testing.T) {
+	sm, _ := newSecretsManager(t)
+	fn := newFunction(t, "")
+	strangerRequests(t, fn, 2000) // warm up: pools of the runtime, the SDK
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	strangerRequests(t, fn, 500_000)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("500,000 random names: heap %d -> %d bytes (%+d), %d secret calls beyond the access document", before.HeapAlloc, after.HeapAlloc, grew, sm.Total()-sm.Calls(accessID))
+	if grew > 5<<20 {
+		t.Fatalf("the heap grew by %d bytes", grew)
+	}
+	if n := sm.Total() - sm.Calls(accessID); n != 0 {
+		t.Fatalf("%d secret calls for strangers", n)
+	}
 }
 
 func TestConcurrentFirstRequestsMakeOneCall(t *testing.T) {
-	sm, _ := newSecretsManager(t)
-	token, _ := tenants.NewToken()
-	sm.put(t, "norte", tenants.Instance{Config: fbtest.Demo(t), Tokens: []string{tenants.HashToken(token)}})
-	sm.delay = 100 * time.Millisecond
+	sm, doc := newSecretsManager(t)
+	token := fbtest.Token(t, doc, "norte")
+	put(sm, "norte", tenants.Instance{Config: fbtest.Demo(t)})
 	fn := newFunction(t, "")
+	sm.Delay(100 * time.Millisecond)
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Go(func() {
@@ -212,17 +232,17 @@ func TestConcurrentFirstRequestsMakeOneCall(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if n := sm.callsFor("norte"); n != 1 {
+	if n := sm.Calls(prefix + "norte"); n != 1 {
 		t.Fatalf("%d GetSecretValue calls for 20 concurrent first requests", n)
 	}
 }
 
 func TestThrottledSecretsManagerAnswers503(t *testing.T) {
-	sm, _ := newSecretsManager(t)
-	token, _ := tenants.NewToken()
-	sm.put(t, "norte", tenants.Instance{Config: fbtest.Demo(t), Tokens: []string{tenants.HashToken(token)}})
-	sm.throttle = true
+	sm, doc := newSecretsManager(t)
+	token := fbtest.Token(t, doc, "norte")
+	put(sm, "norte", tenants.Instance{Config: fbtest.Demo(t)})
 	fn := newFunction(t, "")
+	sm.FailAll("ThrottlingException")
 	start := time.Now()
 	resp := get(t, fn, "norte", token)
 	if resp.StatusCode != 503 || !strings.Contains(resp.Body, `"cod_error":1202`) {
@@ -231,7 +251,26 @@ func TestThrottledSecretsManagerAnswers503(t *testing.T) {
 	if took := time.Since(start); took > 6*time.Second {
 		t.Fatalf("took %s", took)
 	}
-	t.Logf("throttled: 503 after %s and %d calls", time.Since(start).Round(time.Millisecond), sm.callsFor("norte"))
+	t.Logf("throttled: 503 after %s and %d calls", time.Since(start).Round(time.Millisecond), sm.Calls(prefix+"norte"))
+}
+
+func TestAnUnreadableAccessDocumentStopsTheFunction(t *testing.T) {
+	for _, tt := range []struct{ name, secret, want string }{
+		{"missing", "", "ResourceNotFoundException"},
+		{"no keys", `{"keys":{}}`, `"keys" names no key`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sm := awstest.Start(t, true)
+			if tt.secret != "" {
+				sm.Put(accessID, tt.secret)
+			}
+			env := map[string]string{"GATEWAY_SECRET_PREFIX": prefix, "GATEWAY_ACCESS_SECRET": accessID}
+			_, err := lambdafn.New(context.Background(), catalog.ExecuteQuery, "", func(k string) string { return env[k] }, slog.New(slog.DiscardHandler))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want %q", err, tt.want)
+			}
+		})
+	}
 }
 
 // execCommitted runs statements in one explicit transaction: Firebird applies
@@ -256,14 +295,14 @@ func execCommitted(t testing.TB, db *sql.DB, stmts ...string) {
 }
 
 func TestPasswordRotation(t *testing.T) {
-	sm, _ := newSecretsManager(t)
+	sm, doc := newSecretsManager(t)
 	admin := fbtest.Open(t, fbtest.Admin(t, fbtest.Demo(t)))
 	execCommitted(t, admin, `CREATE OR ALTER USER ROTATOR PASSWORD 'rotate-old-1' USING PLUGIN Srp`)
 	execCommitted(t, admin, `GRANT EXECUTE ON PROCEDURE REST_SELECT_TERCEROS TO ROTATOR`)
-	token, _ := tenants.NewToken()
-	inst := tenants.Instance{Config: fbtest.Demo(t), Tokens: []string{tenants.HashToken(token)}}
+	token := fbtest.Token(t, doc, "norte")
+	inst := tenants.Instance{Config: fbtest.Demo(t)}
 	inst.User, inst.Password = "ROTATOR", "rotate-old-1"
-	sm.put(t, "norte", inst)
+	put(sm, "norte", inst)
 	fn := newFunction(t, "") // the 5-minute default: only a forced refresh reads the secret again
 
 	if resp := get(t, fn, "norte", token); resp.StatusCode != 200 {
@@ -274,12 +313,12 @@ func TestPasswordRotation(t *testing.T) {
 	execCommitted(t, admin, `ALTER USER ROTATOR PASSWORD 'rotate-new-2' USING PLUGIN Srp`)
 	execCommitted(t, admin, `DELETE FROM MON$ATTACHMENTS WHERE MON$USER = 'ROTATOR'`)
 	inst.Password = "rotate-new-2"
-	sm.put(t, "norte", inst)
+	put(sm, "norte", inst)
 
 	if resp := get(t, fn, "norte", token); resp.StatusCode != 200 || !strings.Contains(resp.Body, `"data"`) {
 		t.Fatalf("after rotation: %d %s", resp.StatusCode, resp.Body)
 	}
-	if n := sm.callsFor("norte"); n != 2 {
+	if n := sm.Calls(prefix + "norte"); n != 2 {
 		t.Fatalf("%d GetSecretValue calls, want 2 (first lookup, refresh after the refused login)", n)
 	}
 }

@@ -184,15 +184,16 @@ func operation(in Input, endpoint catalog.Endpoint, ops obj) obj {
 		{"requestBody", obj{{"required", true}, {"content", obj{{"application/json", reqMedia}}}}},
 		{"responses", obj{
 			{"200", obj{{"description", "The procedure's rows (`data`, each row's keys in the procedure's output order), or the database's refusal (`ex_execsql`)."}, {"content", obj{{"application/json", ansMedia}}}}},
-			{"400", refusal("The body is not a valid request: 1001, 1003–1011.")},
-			{"401", refusal("No token, a wrong token, or no such instance: 1105.")},
+			{"400", refusal("The body is not a valid request: 1001, 1003–1011; the instance name is not valid: 1103.")},
+			{"401", refusal("No token, a wrong or revoked token, several Authorization headers, or no such instance: 1105.")},
 			{"404", refusal("No such path: 1101.")},
 			{"405", refusal("Not POST: 1102.")},
+			{"408", refusal("The body did not arrive in time (the local server): 1012.")},
 			{"413", refusal("The body is too large: 1002.")},
 			{"422", refusal("The answer has more rows than the operation's limit (1301) or is larger than a Lambda function may return (1302).")},
-			{"429", refusal("API Gateway's throttling: 1203.")},
+			{"429", refusal("Throttled (API Gateway, an API key's plan, WAF, the local server's bound): 1203.")},
 			{"500", refusal("A bug: 1299.")},
-			{"503", refusal("The database is unreachable, cannot run the operation, or did not answer in time (1201); the instance's settings cannot be read (1202); a write's outcome is unknown (1204).")},
+			{"503", refusal("The database is unreachable, cannot run the operation, or did not answer in time (1201); the instance's settings cannot be read (1202); a write's outcome is unknown (1204); calls to the instance are paused after repeated failures, see Retry-After (1205).")},
 		}},
 	}
 }

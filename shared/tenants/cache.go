@@ -22,6 +22,7 @@ type CacheOptions struct {
 	StaleFor     time.Duration // past its TTL, a document still serves this long while refreshes fail (1h)
 	MinRefresh   time.Duration // forced refreshes of one name at most this often (10s)
 	FetchTimeout time.Duration // bound on one fetch (5s)
+	MaxEntries   int           // names held at most; expired ones are swept first (10,000)
 }
 
 // Cache keeps the documents of one execution environment. Concurrent
@@ -36,6 +37,7 @@ type Cache struct {
 type entry struct {
 	inst     Instance
 	known    bool      // inst holds a document fetched at fetched
+	err      error     // why the last fetch failed, while it is not asked again
 	fetched  time.Time // last successful fetch
 	forced   time.Time // last Refresh that went to the source
 	expires  time.Time // ask the source again after this
@@ -60,6 +62,9 @@ func NewCache(fetcher Fetcher, opts CacheOptions) *Cache {
 	def(&opts.StaleFor, time.Hour)
 	def(&opts.MinRefresh, 10*time.Second)
 	def(&opts.FetchTimeout, 5*time.Second)
+	if opts.MaxEntries <= 0 {
+		opts.MaxEntries = 10_000
+	}
 	return &Cache{fetcher: fetcher, opts: opts, entries: make(map[string]*entry)}
 }
 
@@ -68,9 +73,12 @@ func (c *Cache) Lookup(ctx context.Context, name string) (Instance, error) {
 	c.mu.Lock()
 	e := c.entry(name)
 	if time.Now().Before(e.expires) {
-		inst, known := e.inst, e.known
+		inst, known, err := e.inst, e.known, e.err
 		c.mu.Unlock()
-		if !known {
+		switch {
+		case err != nil:
+			return Instance{}, err
+		case !known:
 			return Instance{}, ErrUnknown
 		}
 		return inst, nil
@@ -99,10 +107,33 @@ func (c *Cache) Refresh(ctx context.Context, name string) (Instance, error) {
 func (c *Cache) entry(name string) *entry {
 	e, ok := c.entries[name]
 	if !ok {
+		if len(c.entries) >= c.opts.MaxEntries {
+			c.sweep()
+		}
 		e = &entry{}
 		c.entries[name] = e
 	}
 	return e
+}
+
+// sweep makes room for one entry; c.mu is held. Entries past any use go
+// first; if none is, one not being fetched goes, so the cache never grows
+// past its bound whatever names it is asked for.
+func (c *Cache) sweep() {
+	now := time.Now()
+	for name, e := range c.entries {
+		if e.inflight == nil && now.After(e.expires) && (!e.known || now.After(e.fetched.Add(c.opts.TTL+c.opts.StaleFor))) {
+			delete(c.entries, name)
+		}
+	}
+	for name, e := range c.entries {
+		if len(c.entries) < c.opts.MaxEntries {
+			return
+		}
+		if e.inflight == nil {
+			delete(c.entries, name)
+		}
+	}
 }
 
 // fetch starts a fetch of name unless one is under way; c.mu is held. The
@@ -121,6 +152,7 @@ func (c *Cache) fetch(name string, e *entry) *flight {
 		c.mu.Lock()
 		now := time.Now()
 		e.inflight = nil
+		e.err = nil
 		switch {
 		case err == nil:
 			e.inst, e.known, e.fetched, e.expires = inst, true, now, now.Add(c.opts.TTL)
@@ -131,6 +163,11 @@ func (c *Cache) fetch(name string, e *entry) *flight {
 			// rather than on every request.
 			inst, err = e.inst, nil
 			e.expires = now.Add(c.opts.NegativeTTL)
+		default:
+			// A secret that cannot be read (undecryptable, malformed, a
+			// throttled Secrets Manager) is asked again later, not on
+			// every request.
+			e.inst, e.known, e.err, e.expires = Instance{}, false, err, now.Add(c.opts.NegativeTTL)
 		}
 		c.mu.Unlock()
 

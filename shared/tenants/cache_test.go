@@ -3,6 +3,8 @@ package tenants
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -66,6 +68,11 @@ func TestCache(t *testing.T) {
 			{wantHost: "a", wantCalls: 2}, // not asked again before NegativeTTL
 			{sleep: 250 * time.Millisecond, wantErr: ErrUnavailable, wantCalls: 3},
 		}},
+		{"an unreadable secret is asked again only after NegativeTTL", []step{
+			{host: "a", fail: errors.New("undecryptable"), wantErr: ErrUnavailable, wantCalls: 1},
+			{wantErr: ErrUnavailable, wantCalls: 1},
+			{sleep: 60 * time.Millisecond, host: "a", wantHost: "a", wantCalls: 2},
+		}},
 		{"forced refresh bypasses the cache, at most once per MinRefresh", []step{
 			{host: "a", wantHost: "a", wantCalls: 1},
 			{sleep: 40 * time.Millisecond, host: "b", refresh: true, wantHost: "b", wantCalls: 2},
@@ -123,6 +130,22 @@ func TestCacheUnknownIsCachedBriefly(t *testing.T) {
 	}
 }
 
+func TestCacheIsBounded(t *testing.T) {
+	f := &fakeFetcher{docs: map[string]Instance{"x": {}}}
+	c := NewCache(f, CacheOptions{MaxEntries: 100, NegativeTTL: time.Hour})
+	for i := range 1000 {
+		c.Lookup(context.Background(), fmt.Sprint("name", i))
+	}
+	if _, err := c.Lookup(context.Background(), "x"); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := len(c.entries); n > 100 {
+		t.Fatalf("%d entries held, bound 100", n)
+	}
+}
+
 func TestCacheConcurrentFirstLookupsShareOneFetch(t *testing.T) {
 	f := &fakeFetcher{docs: map[string]Instance{"x": {Config: firebird.Config{Host: "a"}}}, delay: 50 * time.Millisecond}
 	c := NewCache(f, CacheOptions{})
@@ -150,35 +173,35 @@ func TestCacheCallerDeadline(t *testing.T) {
 	}
 }
 
-func TestAuthorize(t *testing.T) {
-	token, err := NewToken()
-	if err != nil {
-		t.Fatal(err)
+func TestInstanceDocumentTokens(t *testing.T) {
+	const doc = `{"host":"h","database":"d","user":"u"`
+	tests := []struct {
+		name    string
+		extra   string
+		wantErr string
+		revoked string // an id that must be revoked
+	}{
+		{"revoked ids", `,"revoked_tokens":["0123456789abcdef0123456789abcdef"]`, "", "0123456789abcdef0123456789abcdef"},
+		{"upper-case id revokes", `,"revoked_tokens":["0123456789ABCDEF0123456789ABCDEF"]`, "", "0123456789abcdef0123456789abcdef"},
+		{"not an id", `,"revoked_tokens":["erpgw_k_0123"]`, "revoked_tokens[0] is not a token id", ""},
+		{"retired hashes", `,"tokens":["sha256:00"]`, `"tokens" (token hashes) is retired`, ""},
+		{"retired anonymous", `,"allow_anonymous":true`, `"allow_anonymous" moved to the access document`, ""},
 	}
-	other, _ := NewToken()
-	inst := Instance{Tokens: []string{HashToken(other), HashToken(token)}}
-	for header, want := range map[string]bool{
-		"Bearer " + token:            true,
-		"bearer " + token:            true,
-		"Bearer " + other:            true,
-		"":                           false,
-		token:                        false,
-		"Basic " + token:             false,
-		"Bearer " + token + "x":      false,
-		"Bearer " + HashToken(token): false, // the hash is not a credential
-		"Bearer ":                    false,
-	} {
-		if got := inst.Authorize(header); got != want {
-			t.Errorf("Authorize(%q) = %v", header, got)
-		}
-	}
-	if (Instance{}).Authorize("Bearer " + token) {
-		t.Error("an instance without tokens opened")
-	}
-	if !(Instance{AllowAnonymous: true}).Authorize("") {
-		t.Error("allow_anonymous refused")
-	}
-	if _, err := ParseInstance([]byte(`{"host":"h","database":"d","user":"u","tokens":["` + token + `"]}`)); err == nil {
-		t.Error("a plain token was accepted as a hash")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inst, err := ParseInstance([]byte(doc + tt.extra + "}"))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !inst.Revoked(tt.revoked) || inst.Revoked("ffffffffffffffffffffffffffffffff") {
+				t.Fatalf("revoked %v", inst.RevokedTokens)
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
@@ -14,6 +15,19 @@ import (
 // *secretsmanager.Client is it.
 type SecretsClient interface {
 	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
+}
+
+// SecretString reads one secret's text. Its errors name the secret, never
+// its content.
+func SecretString(ctx context.Context, client SecretsClient, id string) ([]byte, error) {
+	out, err := client.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(id)})
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("reading secret %s: %w", id, err)
+	case out.SecretString == nil:
+		return nil, fmt.Errorf("secret %s has no SecretString", id)
+	}
+	return []byte(*out.SecretString), nil
 }
 
 // SecretsManager reads instance documents from secrets named prefix+instance.
@@ -32,8 +46,13 @@ func NewSecretsManager(client SecretsClient, prefix string) *SecretsManager {
 func (s *SecretsManager) Fetch(ctx context.Context, name string) (Instance, error) {
 	out, err := s.client.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(s.prefix + name)})
 	var notFound *types.ResourceNotFoundException
+	var invalid *types.InvalidRequestException
 	switch {
 	case errors.As(err, &notFound):
+		return Instance{}, ErrUnknown
+	case errors.As(err, &invalid) && strings.Contains(invalid.ErrorMessage(), "deletion"):
+		// A secret scheduled for deletion is an instance on its way out:
+		// as unknown as one already gone.
 		return Instance{}, ErrUnknown
 	case err != nil:
 		return Instance{}, fmt.Errorf("%w: reading secret %s%s: %w", ErrUnavailable, s.prefix, name, err)

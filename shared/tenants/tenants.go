@@ -13,18 +13,21 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/erp-gateway/gateway/shared/access"
 	"github.com/erp-gateway/gateway/shared/firebird"
 )
 
 // Instance is the instance document (README, "The instance document").
 type Instance struct {
 	firebird.Config
-	// Tokens holds the hashes (HashToken) of the bearer tokens that open
-	// this instance. With none, nothing opens it unless AllowAnonymous.
-	Tokens []string `json:"tokens,omitempty"`
-	// AllowAnonymous lets requests without a token in, as the original
-	// service did: insecure, for clients still migrating.
-	AllowAnonymous bool `json:"allow_anonymous,omitempty"`
+	// RevokedTokens lists the ids of tokens minted for this instance that
+	// no longer open it (README, "Tokens").
+	RevokedTokens []string `json:"revoked_tokens,omitempty"`
+}
+
+// Revoked reports whether the token with this id was revoked.
+func (inst Instance) Revoked(tokenID string) bool {
+	return slices.Contains(inst.RevokedTokens, tokenID)
 }
 
 // ErrUnknown means no instance has that name.
@@ -40,6 +43,9 @@ func ValidName(name string) bool { return validName.MatchString(name) }
 // refused so a misspelt setting is not silently ignored.
 func ParseInstance(data []byte) (Instance, error) {
 	var inst Instance
+	if err := retired(data); err != nil {
+		return Instance{}, fmt.Errorf("instance document: %w", err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&inst); err != nil {
@@ -48,10 +54,30 @@ func ParseInstance(data []byte) (Instance, error) {
 	if err := inst.Config.Check(); err != nil {
 		return Instance{}, fmt.Errorf("instance document: %w", err)
 	}
-	if err := checkTokenHashes(inst.Tokens); err != nil {
-		return Instance{}, fmt.Errorf("instance document: %w", err)
+	for i, id := range inst.RevokedTokens {
+		// Ids are lower-case hex; one pasted in upper case must still revoke.
+		inst.RevokedTokens[i] = strings.ToLower(id)
+		if !access.ValidTokenID(inst.RevokedTokens[i]) {
+			return Instance{}, fmt.Errorf("instance document: revoked_tokens[%d] is not a token id (32 hex digits, printed by make token)", i)
+		}
 	}
 	return inst, nil
+}
+
+// retired names the settings that moved to the access document, so an old
+// document fails with directions instead of "unknown field".
+func retired(data []byte) error {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(data, &fields) != nil {
+		return nil // the decoder below says what is wrong
+	}
+	if _, ok := fields["tokens"]; ok {
+		return errors.New(`"tokens" (token hashes) is retired: tokens are now signed with the access document's keys; mint new ones with make token and drop "tokens" (README, "Tokens")`)
+	}
+	if _, ok := fields["allow_anonymous"]; ok {
+		return errors.New(`"allow_anonymous" moved to the access document's "anonymous" list (README, "Tokens")`)
+	}
+	return nil
 }
 
 // scrub drops a JSON error's text when it could quote the document (and so

@@ -1,0 +1,157 @@
+// Package awstest gives tests a Secrets Manager endpoint that speaks the
+// service's protocol (awsJson 1.1, SigV4-signed requests) for
+// GetSecretValue, so the real AWS SDK talks to it over HTTP.
+package awstest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// SecretsManager stores secrets by id and counts the calls per id.
+type SecretsManager struct {
+	URL string
+
+	t       testing.TB
+	mu      sync.Mutex
+	secrets map[string]string
+	fails   map[string]string // id -> AWS error type answered instead
+	calls   map[string]int
+	total   int
+	fail    string // error type answered for every id
+	delay   time.Duration
+}
+
+// Start serves a Secrets Manager endpoint until the test ends. With env,
+// it points the standard AWS environment of the test process at it.
+func Start(t testing.TB, env bool) *SecretsManager {
+	sm := &SecretsManager{t: t, secrets: map[string]string{}, fails: map[string]string{}, calls: map[string]int{}}
+	srv := httptest.NewServer(sm)
+	t.Cleanup(srv.Close)
+	sm.URL = srv.URL
+	if env {
+		for k, v := range sm.Env() {
+			t.Setenv(k, v)
+		}
+	}
+	return sm
+}
+
+// Env is the standard AWS environment that points the SDK at the endpoint,
+// for a process the test starts.
+func (sm *SecretsManager) Env() map[string]string {
+	return map[string]string{
+		"AWS_ENDPOINT_URL_SECRETS_MANAGER": sm.URL,
+		"AWS_REGION":                       "us-east-1",
+		"AWS_ACCESS_KEY_ID":                "AKIDEXAMPLE",
+		"AWS_SECRET_ACCESS_KEY":            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+		"AWS_CONFIG_FILE":                  "/dev/null",
+		"AWS_SHARED_CREDENTIALS_FILE":      "/dev/null",
+		"AWS_EC2_METADATA_DISABLED":        "true",
+	}
+}
+
+// Put stores a secret.
+func (sm *SecretsManager) Put(id, value string) {
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	sm.secrets[id] = value
+	delete(sm.fails, id)
+}
+
+// PutJSON stores v, marshalled, as a secret.
+func (sm *SecretsManager) PutJSON(id string, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		sm.t.Fatal(err)
+	}
+	sm.Put(id, string(b))
+}
+
+// Fail makes GetSecretValue of id answer an AWS error: "DecryptionFailure",
+// "InvalidRequestException" (a secret scheduled for deletion), ...
+func (sm *SecretsManager) Fail(id, errorType string) {
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	sm.fails[id] = errorType
+}
+
+// FailAll makes every call answer errorType ("" to stop), e.g.
+// "ThrottlingException".
+func (sm *SecretsManager) FailAll(errorType string) {
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	sm.fail = errorType
+}
+
+// Delay holds every answer back by d.
+func (sm *SecretsManager) Delay(d time.Duration) {
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	sm.delay = d
+}
+
+// Calls counts the GetSecretValue calls for id.
+func (sm *SecretsManager) Calls(id string) int {
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	return sm.calls[id]
+}
+
+// Total counts every GetSecretValue call.
+func (sm *SecretsManager) Total() int {
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	return sm.total
+}
+
+var messages = map[string]string{
+	"ResourceNotFoundException": "Secrets Manager can't find the specified secret.",
+	"DecryptionFailure":         "Secrets Manager can't decrypt the protected secret text using the provided KMS key.",
+	"InvalidRequestException":   "You can't perform this operation on the secret because it was marked for deletion.",
+	"ThrottlingException":       "Rate exceeded",
+}
+
+func (sm *SecretsManager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.Header.Get("X-Amz-Target") != "secretsmanager.GetSecretValue" ||
+		r.Header.Get("Content-Type") != "application/x-amz-json-1.1" ||
+		!strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/") {
+		sm.t.Errorf("unexpected request %s %s %v", r.Method, r.URL, r.Header)
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	var in struct{ SecretId string }
+	json.NewDecoder(r.Body).Decode(&in) //nolint:errcheck // an empty id is not found
+	sm.mu.Lock()
+	sm.calls[in.SecretId]++
+	sm.total++
+	secret, ok := sm.secrets[in.SecretId]
+	fail := sm.fail
+	if f, failing := sm.fails[in.SecretId]; failing {
+		fail = f
+	}
+	delay := sm.delay
+	sm.mu.Unlock()
+	time.Sleep(delay)
+
+	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	if !ok && fail == "" {
+		fail = "ResourceNotFoundException"
+	}
+	if fail != "" {
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"__type":%q,"message":%q}`, fail, messages[fail])
+		return
+	}
+	json.NewEncoder(w).Encode(map[string]any{ //nolint:errcheck // the client went away
+		"ARN":  "arn:aws:secretsmanager:us-east-1:123456789012:secret:" + in.SecretId + "-AbCdEf",
+		"Name": in.SecretId, "SecretString": secret, "VersionId": "6c1f3a52-0000-4000-8000-000000000001",
+		"VersionStages": []string{"AWSCURRENT"}, "CreatedDate": 1.7639e9,
+	})
+}
