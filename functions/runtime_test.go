@@ -151,8 +151,8 @@ func startBootstrapCmd(t testing.TB, binary, runtimeAddr string, env ...string) 
 		"AWS_LAMBDA_LOG_LEVEL=INFO",
 		"AWS_REGION=us-east-1",
 	}, env...)
-	var logs strings.Builder
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	logs := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -221,4 +221,22 @@ func TestBootstrapBinariesAgainstTheRuntimeAPI(t *testing.T) {
 			t.Fatalf("the write function answered a read path: %+v", resp)
 		}
 	})
+}
+
+// lockedBuffer collects a process's output while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

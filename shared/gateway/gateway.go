@@ -69,6 +69,9 @@ type Config struct {
 	OpenAPI bool
 	// Breaker tunes the per-instance circuit breaker.
 	Breaker BreakerConfig
+	// MetricsNamespace, when set, makes each request's log line a
+	// CloudWatch Embedded Metric Format document in this namespace.
+	MetricsNamespace string
 }
 
 // Defaults of Config.
@@ -117,6 +120,9 @@ func New(cfg Config, cat *catalog.Catalog, acc Access, instances Instances, db D
 	if len(cfg.Endpoints) == 0 {
 		cfg.Endpoints = []catalog.Endpoint{catalog.ExecuteQuery, catalog.Execute}
 	}
+	if log != nil {
+		log = slog.New(requestLog{log.Handler()})
+	}
 	return &Handler{cfg: cfg, catalog: cat, access: acc, instances: instances, db: db, log: log, described: newDescriptions(), breakers: newBreakers(cfg.Breaker)}
 }
 
@@ -136,6 +142,13 @@ func (h *Handler) Routes() []string {
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	ids, ok := requestIDsOf(r.Context())
+	if !ok {
+		ids.API = newRequestID()
+		r = r.WithContext(WithRequestIDs(r.Context(), ids))
+	}
+	// The id an integrator's support ticket can quote.
+	w.Header().Set("X-Request-Id", ids.API)
 	o := outcome{status: http.StatusOK}
 	defer func() {
 		if p := recover(); p != nil {
@@ -143,9 +156,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			o = refusal(catalog.CodeInternal, "internal error")
 			o.write(w)
 		}
-		h.log.InfoContext(r.Context(), "request",
-			"instance", o.instance, "clave", o.clave, "status", o.status, "cod_error", int(o.code),
-			"ms", float64(time.Since(start).Microseconds())/1000)
+		h.logRequest(r.Context(), r, o, time.Since(start))
 	}()
 	o = h.serve(r)
 	o.write(w)
@@ -168,8 +179,13 @@ type outcome struct {
 	body       []byte
 	challenge  bool          // ask for a bearer token
 	retryAfter time.Duration // when to try again, for a pause
-	instance   string
-	clave      string
+	// For the request's log line and metrics:
+	asked       string        // the instance name asked for, authenticated or not
+	refusedByDB bool          // the database's own refusal, in ex_execsql
+	dbTime      time.Duration // spent on the database call
+	tripped     bool          // this request's outcome opened the instance's breaker
+	instance    string
+	clave       string
 }
 
 func (h *Handler) serve(r *http.Request) outcome {
@@ -239,7 +255,10 @@ func (h *Handler) serve(r *http.Request) outcome {
 // lookup, no cache entry and no connection, and learns nothing of which
 // names exist.
 func (h *Handler) authenticate(r *http.Request, instance string) (tenants.Instance, *outcome) {
-	refuse := func(o outcome) (tenants.Instance, *outcome) { return tenants.Instance{}, &o }
+	refuse := func(o outcome) (tenants.Instance, *outcome) {
+		o.asked = instance
+		return tenants.Instance{}, &o
+	}
 	if !tenants.ValidName(instance) {
 		return refuse(refusal(catalog.CodeBadInstance, "the instance name must be 1 to 64 letters, digits, _ or -"))
 	}
@@ -297,7 +316,16 @@ func (h *Handler) run(ctx context.Context, t firebird.Target, call catalog.Call)
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
 	defer cancel()
 	out := record.NewEncoder(dataPrefix, record.Limits{MaxRows: call.Op.MaxRows, MaxBytes: h.cfg.MaxAnswer})
-	err := h.guarded(ctx, t, call, out)
+	began := time.Now()
+	tripped, err := h.guarded(ctx, t, call, out)
+	took := time.Since(began)
+	o := h.answer(ctx, t, call, out, err)
+	o.dbTime, o.tripped = took, tripped
+	return o
+}
+
+// answer turns a call's result into what the client sees.
+func (h *Handler) answer(ctx context.Context, t firebird.Target, call catalog.Call, out *record.Encoder, err error) outcome {
 	var paused *pausedError
 	var exc *firebird.Exception
 	nothingWritten := ""
@@ -346,18 +374,18 @@ func (e *pausedError) Error() string { return "calls paused by the breaker" }
 
 // guarded runs the call unless the instance's breaker is open, and tells the
 // breaker how it went.
-func (h *Handler) guarded(ctx context.Context, t firebird.Target, call catalog.Call, out *record.Encoder) error {
+func (h *Handler) guarded(ctx context.Context, t firebird.Target, call catalog.Call, out *record.Encoder) (tripped bool, err error) {
 	ticket, ok, wait := h.breakers.allow(t.Instance)
 	if !ok {
-		return &pausedError{wait: wait}
+		return false, &pausedError{wait: wait}
 	}
 	unavailable := true // a panic below counts as a failure
 	defer func() {
-		if h.breakers.done(t.Instance, ticket, unavailable) {
+		if tripped = h.breakers.done(t.Instance, ticket, unavailable); tripped {
 			h.log.WarnContext(ctx, "breaker opened: calls to the instance paused", "instance", t.Instance)
 		}
 	}()
-	err := h.call(ctx, t, call, out)
+	err = h.call(ctx, t, call, out)
 	if errors.Is(err, firebird.ErrCredentials) {
 		// The password may have been rotated: read the instance's settings
 		// again, bypassing the cache, and retry once if they changed.
@@ -371,7 +399,7 @@ func (h *Handler) guarded(ctx context.Context, t firebird.Target, call catalog.C
 	// trouble must not pause the instance's other operations.
 	unavailable = (errors.Is(err, firebird.ErrUnavailable) && !errors.Is(err, firebird.ErrCannotRun)) ||
 		errors.Is(err, firebird.ErrOutcomeUnknown)
-	return err
+	return false, err
 }
 
 func retrySeconds(d time.Duration) int { return int((d + time.Second - 1) / time.Second) }
@@ -407,7 +435,7 @@ func (h *Handler) exception(exc *firebird.Exception) outcome {
 	b = append(b, `{"cod_error":0,"ex_execsql":`...)
 	b = record.AppendString(b, h.cfg.ErrorPrefix+strings.Join(exc.Lines, "\r\n"))
 	b = append(b, '}')
-	return outcome{status: http.StatusOK, body: b}
+	return outcome{status: http.StatusOK, body: b, refusedByDB: true}
 }
 
 func statusOf(code catalog.Code) int {

@@ -5,6 +5,7 @@ package lambdafn
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"encoding/base64"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
@@ -64,10 +66,14 @@ func New(ctx context.Context, endpoint catalog.Endpoint, builtCatalog string, ge
 	if err != nil {
 		return nil, err
 	}
-	// An execution environment serves one request at a time: one connection
-	// per instance is all it uses, so reserved concurrency caps the
-	// connections into each customer's Firebird.
-	opts.MaxConns = 1
+	// An execution environment serves as many requests at once as Lambda
+	// gives it: one on standard Lambda, AWS_LAMBDA_MAX_CONCURRENCY on managed
+	// instances. That many connections per instance is all it can use, so
+	// reserved concurrency (times this) caps the connections into each
+	// customer's Firebird.
+	opts.MaxConns = lambdacontext.MaxConcurrency()
+	// Each request's log line is also its metrics (Embedded Metric Format).
+	cfg.MetricsNamespace = cmp.Or(getenv("GATEWAY_METRICS_NAMESPACE"), "ErpGateway")
 	pools := firebird.NewPools(opts)
 	h := gateway.New(cfg, cat, acc, instances, pools, log)
 	return &Function{adapter: httpadapter.New(h), pools: pools, log: log}, nil
@@ -183,22 +189,28 @@ func (f *Function) Handle(ctx context.Context, event events.APIGatewayProxyReque
 	if name, ok := event.PathParameters["instance"]; ok {
 		ctx = gateway.WithPathInstance(ctx, name)
 	}
+	ids := gateway.RequestIDs{API: event.RequestContext.RequestID}
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		ids.Lambda = lc.AwsRequestID
+	}
+	ctx = gateway.WithRequestIDs(ctx, ids)
 	resp, err := f.adapter.ProxyWithContext(ctx, event)
 	if err != nil {
 		// The event could not become an http.Request (a body that is not
 		// base64, a path net/url refuses): the caller's fault, not ours.
-		f.log.WarnContext(ctx, "unusable event", "err", err)
-		return badEvent(), nil
+		f.log.WarnContext(ctx, "unusable event", "request_id", ids.API, "lambda_request_id", ids.Lambda, "err", err)
+		return badEvent(ids.API), nil
 	}
 	return resp, nil
 }
 
-func badEvent() events.APIGatewayProxyResponse {
+func badEvent(requestID string) events.APIGatewayProxyResponse {
 	return events.APIGatewayProxyResponse{
 		StatusCode: http.StatusBadRequest,
 		MultiValueHeaders: map[string][]string{
 			"Content-Type":  {"application/json; charset=utf-8"},
 			"Cache-Control": {"no-store"},
+			"X-Request-Id":  {requestID},
 		},
 		Body: fmt.Sprintf(`{"cod_error":%d,"ex_execsql":"the request could not be read: malformed path or body encoding"}`, catalog.CodeNotObject),
 	}

@@ -1,0 +1,137 @@
+package functions_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/erp-gateway/gateway/shared/fbtest"
+	"github.com/erp-gateway/gateway/shared/firebird"
+)
+
+// TestEachOutcomeIsLoggedWithItsIdsAndMetrics runs the executequery binary
+// under the emulated Runtime API and sends one event per outcome class it can
+// meet from outside. Every log line of an event carries the event's API
+// Gateway request id and Lambda's; the response carries X-Request-Id; the
+// request's line is an Embedded Metric Format document that validates
+// against testdata/emf.schema.json with the right dimension values.
+func TestEachOutcomeIsLoggedWithItsIdsAndMetrics(t *testing.T) {
+	schema, err := jsonschema.NewCompiler().Compile("testdata/emf.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	frozen := fbtest.Demo(t)
+	frozen.Port = frozenListener(t)
+	env := inline(t, map[string]firebird.Config{"frozen": frozen})
+	env["GATEWAY_DB_TIMEOUT"] = "300ms"
+	api, srv := newRuntimeAPI(t)
+	_, cmd := startBootstrapCmd(t, buildBootstrap(t, "executequery"), strings.TrimPrefix(srv.URL, "http://"), environ(env)...)
+	logs := cmd.Stdout.(*lockedBuffer)
+
+	frozenPath := strings.Replace(apiPath, "demo", "frozen", 1)
+	tests := []struct {
+		outcome, path, body string
+		edit                func(*events.APIGatewayProxyRequest)
+		operation, instance string
+	}{
+		{"ok", apiPath, `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`, nil, "Get_Referencias", "demo"},
+		{"not_found_or_refused_by_db", apiPath, `{"CLAVE":"Get_Referencias","CODIGO":"NADA"}`, nil, "Get_Referencias", "demo"},
+		{"client_error", apiPath, `{"CLAVE":"Get_Nada"}`, nil, "-", "demo"},
+		{"unauthorized", apiPath, `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`, func(e *events.APIGatewayProxyRequest) {
+			e.MultiValueHeaders["Authorization"] = []string{"Bearer a", "Bearer b"}
+		}, "-", "-"},
+		{"unavailable", frozenPath, `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`, nil, "Get_Referencias", "frozen"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.outcome, func(t *testing.T) {
+			id := fmt.Sprintf("api-req-%d-%d", i, time.Now().UnixNano())
+			ev := restEvent(t, tt.path+"executequery", tt.body, func(e *events.APIGatewayProxyRequest) {
+				e.RequestContext.RequestID = id
+				if tt.edit != nil {
+					tt.edit(e)
+				}
+			})
+			resp, res := api.invoke(ev)
+			if res.isError {
+				t.Fatalf("function error %s", res.body)
+			}
+			if got := resp.MultiValueHeaders["X-Request-Id"]; len(got) != 1 || got[0] != id {
+				t.Fatalf("X-Request-Id %v, want %s", got, id)
+			}
+			var lines []map[string]any
+			deadline := time.Now().Add(5 * time.Second)
+			for len(lines) == 0 || lines[len(lines)-1]["msg"] != "request" {
+				if time.Now().After(deadline) {
+					t.Fatalf("no request line for %s in:\n%s", id, logs)
+				}
+				time.Sleep(10 * time.Millisecond)
+				lines = linesOf(t, logs.String(), id)
+			}
+			for _, l := range lines {
+				if l["request_id"] != id || l["lambda_request_id"] == "" || l["lambda_request_id"] == nil {
+					t.Fatalf("a line without the ids: %v", l)
+				}
+			}
+			line := lines[len(lines)-1]
+			raw, _ := json.Marshal(line)
+			doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := schema.Validate(doc); err != nil {
+				t.Fatalf("not EMF: %v\n%s", err, raw)
+			}
+			checkReferences(t, line)
+			if line["Outcome"] != tt.outcome || line["Operation"] != tt.operation || line["Instance"] != tt.instance {
+				t.Fatalf("dimensions %v %v %v, want %s %s %s", line["Outcome"], line["Operation"], line["Instance"], tt.outcome, tt.operation, tt.instance)
+			}
+			if tt.outcome == "unauthorized" && (line["source_ip"] == "" || line["source_ip"] == nil || line["instance_asked"] != "demo") {
+				t.Fatalf("a refusal's line without the source address and the name asked for: %s", raw)
+			}
+		})
+	}
+}
+
+// linesOf returns the JSON log lines that mention id.
+func linesOf(t *testing.T, logs, id string) []map[string]any {
+	var out []map[string]any
+	for _, l := range strings.Split(logs, "\n") {
+		if !strings.Contains(l, id) {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("a log line that is not JSON: %s", l)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// checkReferences checks what the EMF schema cannot: every dimension named
+// is a top-level string, every metric a top-level number.
+func checkReferences(t *testing.T, line map[string]any) {
+	t.Helper()
+	aws := line["_aws"].(map[string]any)
+	for _, d := range aws["CloudWatchMetrics"].([]any) {
+		directive := d.(map[string]any)
+		for _, set := range directive["Dimensions"].([]any) {
+			for _, name := range set.([]any) {
+				if v, ok := line[name.(string)].(string); !ok || v == "" {
+					t.Fatalf("dimension %s is not a top-level string: %v", name, line[name.(string)])
+				}
+			}
+		}
+		for _, m := range directive["Metrics"].([]any) {
+			name := m.(map[string]any)["Name"].(string)
+			if _, ok := line[name].(float64); !ok {
+				t.Fatalf("metric %s is not a top-level number: %v", name, line[name])
+			}
+		}
+	}
+}
