@@ -2,7 +2,8 @@
 SHELL := /bin/bash
 ADDR ?= 127.0.0.1:3000
 INSTANCES ?= infra/instances.demo.json
-ACCESS ?= infra/access.demo.json
+# The demo key is public: make run uses it; make serve needs ACCESS=file.
+DEMO_ACCESS := infra/access.demo.json
 FB := infra/firebird.sh
 FB_DATA ?= /var/lib/firebird/3.0/data
 BASE := http://$(ADDR)/demo/RestServerIsapi.dll/api/v1/TServiceRestInterface
@@ -18,7 +19,7 @@ export FB_TEST_PASSWORD ?= gateway-demo
 
 .DEFAULT_GOAL := help
 help:
-	@echo "make run | make test | make serve ADDR=host:port INSTANCES=file | make bench | make lint"
+	@echo "make run | make test | make serve ADDR=host:port INSTANCES=file ACCESS=file | make bench | make lint"
 	@echo "make load | make build [CATALOG=file] | make deploy | make local-api | make token INSTANCE=name | make token-key | make demo-reset   (README.md)"
 	@echo "make openapi | make check | make doctor | make catalog-from-db   (README.md, \"The catalog\")"
 
@@ -26,7 +27,7 @@ help:
 # the demo's by default) or, with ACCESS_SECRET=id, the deployed secret.
 # KEY=id mints with another key than the document's mint_key.
 token:
-	@go run ./infra/minttoken -instance '$(INSTANCE)' $(if $(ACCESS_SECRET),-access-secret '$(ACCESS_SECRET)',-access '$(ACCESS)') $(if $(KEY),-key '$(KEY)')
+	@go run ./infra/minttoken -instance '$(INSTANCE)' $(if $(ACCESS_SECRET),-access-secret '$(ACCESS_SECRET)',-access '$(or $(ACCESS),$(DEMO_ACCESS))') $(if $(KEY),-key '$(KEY)')
 
 # A new random key for the access document (rotation, README "Tokens").
 token-key:
@@ -61,12 +62,13 @@ run: demo-db
 	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' $(BASE)/executequery -d '{\"CLAVE\":\"Get_Inventario_Precio\",\"FECHA_CORTE_\":\"22.11.2026\",\"REFERENCIA_\":\"\"}' | wc -c"
 	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' $(BASE)/execute -d '{\"CLAVE\":\"Set_Terceros\",\"CODIGO\":\"901234567\",\"DV\":\"3\",\"NATURALEZA\":\"J\",\"EMPRESA\":\"Café Ñuñoa S.A.S.\",\"RAZON_COMERCIAL\":\"Café Ñuñoa\",\"DIRECCION\":\"Calle 10 # 4-21\",\"CODIDENTIDAD\":\"NIT\",\"CODSOCIEDAD\":\"SAS\",\"CODPAIS\":\"CO\",\"CODMUNICIPIO\":\"05001\",\"CODACTIVIDAD\":\"NA\",\"CODZONA\":\"NA\"}'"
 	@echo
-	@GATEWAY_CATALOG=$(or $(CATALOG),infra/catalog.demo.json) ./bin/localserver -addr $(ADDR) -instances $(INSTANCES) -access $(ACCESS)
+	@GATEWAY_CATALOG=$(or $(CATALOG),infra/catalog.demo.json) ./bin/localserver -addr $(ADDR) -instances $(INSTANCES) -access $(or $(ACCESS),$(DEMO_ACCESS))
 
 # Serve the instances of a file of your own, with CATALOG=file if given;
 # touches no Firebird setup.
 serve:
 	@go build -o bin/localserver ./infra/localserver
+	@$(if $(ACCESS),,$(error make serve needs ACCESS=file: an access document with your own key (make token-key); the demo key is public))
 	@$(if $(CATALOG),GATEWAY_CATALOG=$(CATALOG)) ./bin/localserver -addr $(ADDR) -instances $(INSTANCES) -access $(ACCESS)
 
 # Draft catalog entries from an instance's procedures, for review.

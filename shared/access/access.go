@@ -1,7 +1,7 @@
 // Package access decides, before any per-instance work, whether a request's
 // credentials can open an instance. Tokens carry their own proof: a MAC over
 // the instance name, made with a key of the access document, which every
-// execution environment reads once at start-up. A request whose token does not
+// execution environment reads at start-up and again every few minutes. A request whose token does not
 // hold for the name it asks for is refused without a lookup, a cache entry or
 // a connection, whether that name exists or not.
 package access
@@ -135,9 +135,6 @@ func (d *Document) KeyIDs() []string {
 	return ids
 }
 
-// MintKey is the key id Mint uses when none is named.
-func (d *Document) MintKey() string { return d.mintKey }
-
 // Mint makes a token for instance with key keyID (the document's mint_key
 // when empty) and returns it with its id, the handle that revokes it.
 func (d *Document) Mint(instance, keyID string) (token, id string, err error) {
@@ -178,7 +175,9 @@ func (d *Document) Verify(instance, token string) (id string, ok bool) {
 	if !known {
 		key = d.spare
 	}
-	got, err := base64.RawURLEncoding.DecodeString(parts[2])
+	// Strict: the MAC's two spare bits must be zero, so a token has one
+	// spelling.
+	got, err := base64.RawURLEncoding.Strict().DecodeString(parts[2])
 	want := mac(key, instance, parts[1])
 	if err != nil || !hmac.Equal(got, want) || !known {
 		return "", false

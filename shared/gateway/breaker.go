@@ -15,10 +15,10 @@ type BreakerConfig struct {
 	// CoolDown is how long an open breaker refuses before one probe goes
 	// through (10s); each cool-down is drawn from ±25 % around it, so
 	// environments do not probe in step, and doubles while probes fail, up
-	// to 8 times.
+	// to 8 times the base.
 	CoolDown time.Duration
-	// MaxInstances bounds the instances tracked (10,000); healthy ones are
-	// forgotten first.
+	// MaxInstances bounds the failing instances tracked (10,000); a success
+	// forgets an instance.
 	MaxInstances int
 }
 

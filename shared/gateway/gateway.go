@@ -397,7 +397,10 @@ func (h *Handler) guarded(ctx context.Context, t firebird.Target, call catalog.C
 	}
 	// A database that answered "cannot run this" is up; one procedure's
 	// trouble must not pause the instance's other operations.
-	unavailable = (errors.Is(err, firebird.ErrUnavailable) && !errors.Is(err, firebird.ErrCannotRun)) ||
+	// Credentials refused are the database answering; a client that went
+	// away says nothing of the database either.
+	unavailable = (errors.Is(err, firebird.ErrUnavailable) && !errors.Is(err, firebird.ErrCannotRun) &&
+		!errors.Is(err, firebird.ErrCredentials) && !errors.Is(err, context.Canceled)) ||
 		errors.Is(err, firebird.ErrOutcomeUnknown)
 	return false, err
 }
