@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -41,21 +40,6 @@ func decodeAnswer(t testing.TB, resp events.APIGatewayProxyResponse) answer {
 	return a
 }
 
-// peakRSS is a process's peak resident memory, from /proc.
-func peakRSS(t testing.TB, pid int) string {
-	t.Helper()
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.SplitSeq(string(status), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "unknown"
-}
-
 func TestCatalogBuiltIntoTheBinaryServesNewOperations(t *testing.T) {
 	instances := environ(inline(t, nil))
 	api, srv := newRuntimeAPI(t)
@@ -73,7 +57,7 @@ func TestCatalogBuiltIntoTheBinaryServesNewOperations(t *testing.T) {
 		t.Fatalf("the invocation response is %d bytes, over Lambda's %d", len(res.body), lambdaResponseLimit)
 	}
 	t.Logf("20,000-row Get_Inventario_Precio under the runtime emulator: %s, body %d bytes, invocation response %d bytes, peak RSS of the function %s",
-		took.Round(time.Millisecond), len(resp.Body), len(res.body), peakRSS(t, cmd.Process.Pid))
+		took.Round(time.Millisecond), len(resp.Body), len(res.body), fbtest.PeakRSS(t, cmd.Process.Pid))
 
 	tests := []struct {
 		name, body string

@@ -7,13 +7,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/erp-gateway/gateway/shared/access"
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/firebird"
@@ -42,7 +40,7 @@ func server(t *testing.T, cfg gateway.Config, edit func([]byte) []byte) string {
 	}
 	pools := firebird.NewPools(firebird.Options{})
 	t.Cleanup(func() { pools.Close() })
-	h := gateway.New(cfg, cat, demoAccess(t), single{inst}, pools, slog.New(slog.DiscardHandler))
+	h := gateway.New(cfg, cat, fbtest.DemoAccess(t, "../.."), single{inst}, pools, slog.New(slog.DiscardHandler))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, r)
@@ -145,18 +143,4 @@ func TestRequestBody(t *testing.T) {
 	if _, err := requestBody("Get_X"); err == nil {
 		t.Error("accepted a CLAVE without fields")
 	}
-}
-
-// demoAccess is infra/access.demo.json, which the demo token is minted with.
-func demoAccess(t testing.TB) *access.Current {
-	t.Helper()
-	data, err := os.ReadFile("../access.demo.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := access.Parse(data, tenants.ValidName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return access.Static(doc)
 }

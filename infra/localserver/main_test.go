@@ -111,20 +111,6 @@ func (s *server) post(t *testing.T, endpoint, body string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-func peakRSS(t *testing.T, pid int) string {
-	t.Helper()
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.SplitSeq(string(status), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "unknown"
-}
-
 func TestLocalServerServesACatalogFile(t *testing.T) {
 	s := start(t, build(t), "GATEWAY_CATALOG=../catalog.demo.json")
 
@@ -139,7 +125,7 @@ func TestLocalServerServesACatalogFile(t *testing.T) {
 		t.Fatalf("bulk read: HTTP %d, %d rows (%v): %.300s", status, len(a.Data), err, body)
 	}
 	t.Logf("20,000-row Get_Inventario_Precio on the local server: %s, %d bytes, peak RSS of the server %s",
-		took.Round(time.Millisecond), len(body), peakRSS(t, s.cmd.Process.Pid))
+		took.Round(time.Millisecond), len(body), fbtest.PeakRSS(t, s.cmd.Process.Pid))
 
 	status, body = s.post(t, "execute", `{"CLAVE":"Set_Precio","REFERENCIA_":"INV19998","FECHA_":"01.01.2031","PRECIO_":"10.5"}`)
 	if status != 200 || !strings.Contains(body, `"CODIGO":"INV19998"`) || !strings.Contains(body, `"PRECIO":10.5000,"FECHA_PRECIO":"2031-01-01"`) {

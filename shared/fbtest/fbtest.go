@@ -9,7 +9,10 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,4 +101,34 @@ func Token(t testing.TB, doc *access.Document, instance string) string {
 		t.Fatal(err)
 	}
 	return token
+}
+
+// DemoAccess is infra/access.demo.json, which the demo token of the README
+// is minted with; root is the path to the repository's top.
+func DemoAccess(t testing.TB, root string) *access.Current {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, "infra", "access.demo.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := access.Parse(data, tenants.ValidName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return access.Static(doc)
+}
+
+// PeakRSS is a process's peak resident memory, from /proc.
+func PeakRSS(t testing.TB, pid int) string {
+	t.Helper()
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
 }

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/erp-gateway/gateway/shared/access"
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/gateway"
@@ -52,15 +51,7 @@ func TestREADMEExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnv(t, gateway.Config{}, map[string]any{"demo": inst})
-	accessDoc, err := os.ReadFile("../../infra/access.demo.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	acc, err := access.Parse(accessDoc, tenants.ValidName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := gateway.New(gateway.Config{}, cat, access.Static(acc), e.src, e.db, slog.New(slog.DiscardHandler))
+	h := gateway.New(gateway.Config{}, cat, fbtest.DemoAccess(t, "../.."), e.src, e.db, slog.New(slog.DiscardHandler))
 	for _, ex := range examples {
 		auth, p, body, want := string(ex[1]), string(ex[2]), string(ex[3]), string(ex[4])
 		req := httptest.NewRequest(http.MethodPost, p, strings.NewReader(body))
