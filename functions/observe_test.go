@@ -10,8 +10,10 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/erp-gateway/gateway/shared/awstest"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/firebird"
+	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
 // TestEachOutcomeIsLoggedWithItsIdsAndMetrics runs the executequery binary
@@ -63,21 +65,12 @@ func TestEachOutcomeIsLoggedWithItsIdsAndMetrics(t *testing.T) {
 			if got := resp.MultiValueHeaders["X-Request-Id"]; len(got) != 1 || got[0] != id {
 				t.Fatalf("X-Request-Id %v, want %s", got, id)
 			}
-			var lines []map[string]any
-			deadline := time.Now().Add(5 * time.Second)
-			for len(lines) == 0 || lines[len(lines)-1]["msg"] != "request" {
-				if time.Now().After(deadline) {
-					t.Fatalf("no request line for %s in:\n%s", id, logs)
-				}
-				time.Sleep(10 * time.Millisecond)
-				lines = linesOf(t, logs.String(), id)
-			}
-			for _, l := range lines {
+			line := requestLine(t, logs, id)
+			for _, l := range linesOf(t, logs.String(), id) {
 				if l["request_id"] != id || l["lambda_request_id"] == "" || l["lambda_request_id"] == nil {
 					t.Fatalf("a line without the ids: %v", l)
 				}
 			}
-			line := lines[len(lines)-1]
 			raw, _ := json.Marshal(line)
 			doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(raw)))
 			if err != nil {
@@ -134,4 +127,68 @@ func checkReferences(t *testing.T, line map[string]any) {
 			}
 		}
 	}
+}
+
+// TestSideCountersCountWhatEachRequestCost runs the executequery binary with
+// the real SDK against a Secrets Manager that counts its calls: the first
+// request to an instance reads its secret, opens a connection and prepares
+// its statement, and says so in its metrics; a repeat costs nothing of that;
+// another operation prepares its own statement; a refusal costs nothing.
+func TestSideCountersCountWhatEachRequestCost(t *testing.T) {
+	const prefix, accessID = "erp-gateway/instances/", "erp-gateway/access"
+	sm := awstest.Start(t, false)
+	doc, data := fbtest.Access(t)
+	sm.Put(accessID, string(data))
+	sm.PutJSON(prefix+"acme", tenants.Instance{Config: fbtest.Demo(t)})
+	env := []string{"GATEWAY_SECRET_PREFIX=" + prefix, "GATEWAY_ACCESS_SECRET=" + accessID}
+	for k, v := range sm.Env() {
+		env = append(env, k+"="+v)
+	}
+	api, srv := newRuntimeAPI(t)
+	_, cmd := startBootstrapCmd(t, buildBootstrap(t, "executequery"), strings.TrimPrefix(srv.URL, "http://"), env...)
+	logs := cmd.Stdout.(*lockedBuffer)
+	acme := strings.Replace(apiPath, "demo", "acme", 1) + "executequery"
+	token := fbtest.Token(t, doc, "acme")
+
+	tests := []struct {
+		name, token, body        string
+		secrets, opens, prepares float64
+		status                   int
+	}{
+		{"first request", token, `{"CLAVE":"Get_Terceros","CODIGO":"800000000"}`, 1, 1, 1, 200},
+		{"the same again", token, `{"CLAVE":"Get_Terceros","CODIGO":"800000000"}`, 0, 0, 0, 200},
+		{"another operation", token, `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`, 0, 0, 1, 200},
+		{"a wrong token", token + "x", `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`, 0, 0, 0, 401},
+	}
+	for i, tt := range tests {
+		id := fmt.Sprintf("cost-%d-%d", i, time.Now().UnixNano())
+		before := sm.Calls(prefix + "acme")
+		resp, res := api.invoke(restEvent(t, acme, tt.body, func(e *events.APIGatewayProxyRequest) {
+			e.RequestContext.RequestID = id
+			e.MultiValueHeaders["Authorization"] = []string{"Bearer " + tt.token}
+		}))
+		if res.isError || resp.StatusCode != tt.status {
+			t.Fatalf("%s: %d %s %s", tt.name, resp.StatusCode, resp.Body, res.body)
+		}
+		line := requestLine(t, logs, id)
+		got := []any{line["SecretFetches"], line["ConnectionOpens"], line["StatementPrepares"]}
+		if want := []any{tt.secrets, tt.opens, tt.prepares}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: secret fetches, connection opens, prepares = %v, want %v", tt.name, got, want)
+		}
+		if calls := sm.Calls(prefix+"acme") - before; float64(calls) != tt.secrets {
+			t.Errorf("%s: Secrets Manager saw %d reads of the instance's secret, the metric says %v", tt.name, calls, tt.secrets)
+		}
+	}
+}
+
+// requestLine waits for the request line of the request id.
+func requestLine(t *testing.T, logs *lockedBuffer, id string) map[string]any {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if lines := linesOf(t, logs.String(), id); len(lines) > 0 && lines[len(lines)-1]["msg"] == "request" {
+			return lines[len(lines)-1]
+		}
+	}
+	t.Fatalf("no request line for %s in:\n%s", id, logs)
+	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/erp-gateway/gateway/shared/tally"
 )
 
 // connector opens the driver's connections wrapped in *conn, so that each one
@@ -41,6 +43,7 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	tally.Add(ctx, tally.ConnectionOpens)
 	return &conn{inner: dc, stmts: make(map[string]*stmt), max: c.maxStmt, used: time.Now()}, nil
 }
 
@@ -131,6 +134,8 @@ func (c *conn) statement(ctx context.Context, fc driverConn, query string) (*stm
 	if len(c.stmts) >= c.max {
 		c.evictOldest()
 	}
+	// Counted whether or not it succeeds: the server does the work either way.
+	tally.Add(ctx, tally.StatementPrepares)
 	ds, err := fc.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, err

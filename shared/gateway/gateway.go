@@ -20,6 +20,7 @@ import (
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/firebird"
 	"github.com/erp-gateway/gateway/shared/record"
+	"github.com/erp-gateway/gateway/shared/tally"
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
@@ -149,6 +150,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// The id an integrator's support ticket can quote.
 	w.Header().Set("X-Request-Id", ids.API)
+	var work tally.Counts
+	r = r.WithContext(tally.With(r.Context(), &work))
 	o := outcome{status: http.StatusOK}
 	defer func() {
 		if p := recover(); p != nil {
@@ -156,7 +159,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			o = refusal(catalog.CodeInternal, "internal error")
 			o.write(w)
 		}
-		h.logRequest(r.Context(), r, o, time.Since(start))
+		h.logRequest(r.Context(), r, o, &work, time.Since(start))
 	}()
 	o = h.serve(r)
 	o.write(w)

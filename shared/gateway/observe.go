@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/erp-gateway/gateway/shared/tally"
 )
 
 // RequestIDs identify one request: API Gateway's (requestContext.requestId,
@@ -96,7 +98,7 @@ func sourceIP(r *http.Request) string {
 // logRequest writes the request's one line. In Lambda (a metrics namespace
 // set) the line is also a CloudWatch Embedded Metric Format document, so the
 // metrics cost no API call and no agent.
-func (h *Handler) logRequest(ctx context.Context, r *http.Request, o outcome, took time.Duration) {
+func (h *Handler) logRequest(ctx context.Context, r *http.Request, o outcome, work *tally.Counts, took time.Duration) {
 	ms := float64(took.Microseconds()) / 1000
 	attrs := []slog.Attr{
 		slog.String("instance", o.instance), slog.String("clave", o.clave),
@@ -108,14 +110,14 @@ func (h *Handler) logRequest(ctx context.Context, r *http.Request, o outcome, to
 		attrs = append(attrs, slog.String("source_ip", sourceIP(r)), slog.String("instance_asked", o.asked))
 	}
 	if h.cfg.MetricsNamespace != "" {
-		attrs = append(attrs, h.emf(o, ms)...)
+		attrs = append(attrs, h.emf(o, work, ms)...)
 	}
 	h.log.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
 }
 
 // emf is the Embedded Metric Format part of a request's line: the metadata
 // under _aws and the dimension and metric values as top-level members.
-func (h *Handler) emf(o outcome, ms float64) []slog.Attr {
+func (h *Handler) emf(o outcome, work *tally.Counts, ms float64) []slog.Attr {
 	operation := o.clave
 	if operation == "" {
 		operation = "-" // CloudWatch refuses empty dimension values
@@ -138,7 +140,10 @@ func (h *Handler) emf(o outcome, ms float64) []slog.Attr {
 				"Namespace":  h.cfg.MetricsNamespace,
 				"Dimensions": [][]string{{"Operation", "Outcome"}},
 				"Metrics": []map[string]string{metric("Requests", "Count"), metric("Latency", "Milliseconds"),
-					metric("DatabaseTime", "Milliseconds"), metric("BreakerTrips", "Count")},
+					metric("DatabaseTime", "Milliseconds"), metric("BreakerTrips", "Count"),
+					// What the request cost the systems it shares: a rise
+					// here is a cold cache or churning connections.
+					metric("SecretFetches", "Count"), metric("ConnectionOpens", "Count"), metric("StatementPrepares", "Count")},
 			}, {
 				// Per customer only what an operator asks per customer, as
 				// every dimension combination is a metric billed monthly.
@@ -154,5 +159,8 @@ func (h *Handler) emf(o outcome, ms float64) []slog.Attr {
 		slog.Float64("Latency", ms),
 		slog.Float64("DatabaseTime", float64(o.dbTime.Microseconds())/1000),
 		slog.Int("BreakerTrips", trips),
+		slog.Int64("SecretFetches", work.Get(tally.SecretFetches)),
+		slog.Int64("ConnectionOpens", work.Get(tally.ConnectionOpens)),
+		slog.Int64("StatementPrepares", work.Get(tally.StatementPrepares)),
 	}
 }

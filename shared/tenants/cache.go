@@ -83,7 +83,7 @@ func (c *Cache) Lookup(ctx context.Context, name string) (Instance, error) {
 		}
 		return inst, nil
 	}
-	f := c.fetch(name, e)
+	f := c.fetch(ctx, name, e)
 	c.mu.Unlock()
 	return c.wait(ctx, f)
 }
@@ -99,7 +99,7 @@ func (c *Cache) Refresh(ctx context.Context, name string) (Instance, error) {
 		return c.Lookup(ctx, name)
 	}
 	e.forced = time.Now()
-	f := c.fetch(name, e)
+	f := c.fetch(ctx, name, e)
 	c.mu.Unlock()
 	return c.wait(ctx, f)
 }
@@ -137,15 +137,16 @@ func (c *Cache) sweep() {
 }
 
 // fetch starts a fetch of name unless one is under way; c.mu is held. The
-// fetch outlives a caller who gives up, so the others waiting still get it.
-func (c *Cache) fetch(name string, e *entry) *flight {
+// fetch outlives a caller who gives up, so the others waiting still get it;
+// it keeps the values of the caller's ctx (its request's ids and count).
+func (c *Cache) fetch(ctx context.Context, name string, e *entry) *flight {
 	if e.inflight != nil {
 		return e.inflight
 	}
 	f := &flight{done: make(chan struct{})}
 	e.inflight = f
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), c.opts.FetchTimeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.FetchTimeout)
 		defer cancel()
 		inst, err := c.fetcher.Fetch(ctx, name)
 

@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
+
+	"github.com/erp-gateway/gateway/shared/tally"
 )
 
 // SecretsClient is the one call of Secrets Manager the gateway makes;
@@ -20,6 +22,7 @@ type SecretsClient interface {
 // SecretString reads one secret's text. Its errors name the secret, never
 // its content.
 func SecretString(ctx context.Context, client SecretsClient, id string) ([]byte, error) {
+	tally.Add(ctx, tally.SecretFetches)
 	out, err := client.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(id)})
 	switch {
 	case err != nil:
@@ -44,6 +47,7 @@ func NewSecretsManager(client SecretsClient, prefix string) *SecretsManager {
 // Fetch reads one instance's secret. A secret that does not exist is
 // ErrUnknown; every other failure is ErrUnavailable.
 func (s *SecretsManager) Fetch(ctx context.Context, name string) (Instance, error) {
+	tally.Add(ctx, tally.SecretFetches)
 	out, err := s.client.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(s.prefix + name)})
 	var notFound *types.ResourceNotFoundException
 	var invalid *types.InvalidRequestException
