@@ -159,9 +159,11 @@ func (c *Cache) fetch(ctx context.Context, name string, e *entry) *flight {
 			e.inst, e.known, e.fetched, e.expires = inst, true, now, now.Add(c.opts.TTL)
 		case errors.Is(err, ErrUnknown):
 			e.inst, e.known, e.expires = Instance{}, false, now.Add(c.opts.NegativeTTL)
-		case e.known && now.Before(e.fetched.Add(c.opts.TTL+c.opts.StaleFor)):
+		case e.known && !errors.Is(err, ErrMalformed) && now.Before(e.fetched.Add(c.opts.TTL+c.opts.StaleFor)):
 			// Serve the last good document a while longer; ask again later
-			// rather than on every request.
+			// rather than on every request. Not past a malformed one: its
+			// author's change (a token revoked, say) would silently not
+			// take effect here while a new environment refuses to serve.
 			inst, err = e.inst, nil
 			e.expires = now.Add(c.opts.NegativeTTL)
 		default:

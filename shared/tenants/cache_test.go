@@ -68,6 +68,12 @@ func TestCache(t *testing.T) {
 			{wantHost: "a", wantCalls: 2}, // not asked again before NegativeTTL
 			{sleep: 250 * time.Millisecond, wantErr: ErrUnavailable, wantCalls: 3},
 		}},
+		{"a malformed document is not papered over with the last good one", []step{
+			{host: "a", wantHost: "a", wantCalls: 1},
+			{sleep: 120 * time.Millisecond, fail: ErrMalformed, wantErr: ErrMalformed, wantCalls: 2},
+			{wantErr: ErrMalformed, wantCalls: 2}, // not asked again before NegativeTTL
+			{sleep: 60 * time.Millisecond, host: "b", wantHost: "b", wantCalls: 3},
+		}},
 		{"an unreadable secret is asked again only after NegativeTTL", []step{
 			{host: "a", fail: errors.New("undecryptable"), wantErr: ErrUnavailable, wantCalls: 1},
 			{wantErr: ErrUnavailable, wantCalls: 1},

@@ -65,7 +65,7 @@ func (s *SecretsManager) Fetch(ctx context.Context, name string) (Instance, erro
 	}
 	inst, err := ParseInstance([]byte(*out.SecretString))
 	if err != nil {
-		return Instance{}, fmt.Errorf("%w: secret %s%s: %w", ErrUnavailable, s.prefix, name, err)
+		return Instance{}, fmt.Errorf("%w: %w: secret %s%s: %w", ErrUnavailable, ErrMalformed, s.prefix, name, err)
 	}
 	return inst, nil
 }

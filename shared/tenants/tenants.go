@@ -33,6 +33,10 @@ func (inst Instance) Revoked(tokenID string) bool {
 // ErrUnknown means no instance has that name.
 var ErrUnknown = errors.New("unknown instance")
 
+// ErrMalformed means an instance's document was read and is wrong: a
+// mistake of its author, which no retry mends.
+var ErrMalformed = errors.New("instance document malformed")
+
 var validName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // ValidName reports whether name may name an instance: letters, digits, _
