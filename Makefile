@@ -33,7 +33,7 @@ token:
 token-key:
 	@go run ./infra/minttoken -new-key
 
-.PHONY: help token token-key load-neighbour run serve test bench load lint demo-db demo-reset firebird test-db build deploy local-api build-ExecuteQueryFunction build-ExecuteFunction check-catalog catalog-from-db doctor openapi check
+.PHONY: help token token-key load-neighbour run serve test bench load lint demo-db demo-reset firebird test-db build deploy local-api build-ExecuteQueryFunction build-ExecuteFunction build-ExecuteQueryHookFunction build-ExecuteHookFunction check-catalog catalog-from-db doctor openapi check
 
 # The Lambda binaries: linux/arm64, static, no RPC shim, stripped. CATALOG=file
 # (make build, sam build) builds that catalog into both, gzipped and base64'd
@@ -138,10 +138,11 @@ lint:
 	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 build: check-catalog
-	@echo "building bin/executequery/bootstrap and bin/execute/bootstrap with the catalog $(or $(CATALOG),of the specification)"
+	@echo "building bin/executequery/bootstrap, bin/execute/bootstrap and bin/pretraffic/bootstrap with the catalog $(or $(CATALOG),of the specification)"
 	@$(LAMBDA_BUILD) -o bin/executequery/bootstrap ./functions/executequery
 	@$(LAMBDA_BUILD) -o bin/execute/bootstrap ./functions/execute
-	@ls -l bin/executequery/bootstrap bin/execute/bootstrap
+	@$(LAMBDA_BUILD) -o bin/pretraffic/bootstrap ./functions/pretraffic
+	@ls -l bin/executequery/bootstrap bin/execute/bootstrap bin/pretraffic/bootstrap
 
 # `sam build` runs these (Metadata BuildMethod: makefile) with ARTIFACTS_DIR set;
 # CodeUri is the repository root so the one go.mod and shared/ are in reach.
@@ -149,6 +150,10 @@ build-ExecuteQueryFunction: check-catalog
 	@$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/executequery
 build-ExecuteFunction: check-catalog
 	@$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/execute
+# The pre-traffic hooks (one binary, told its endpoint by the template) carry
+# the same catalog, to send one read of each of its operations.
+build-ExecuteQueryHookFunction build-ExecuteHookFunction: check-catalog
+	@$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/pretraffic
 
 deploy:
 	@echo "deploying with the catalog $(or $(CATALOG),of the specification (its four operations): set CATALOG=file for a customer's)"

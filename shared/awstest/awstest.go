@@ -1,6 +1,7 @@
-// Package awstest gives tests a Secrets Manager endpoint that speaks the
-// service's protocol (awsJson 1.1, SigV4-signed requests) for
-// GetSecretValue, so the real AWS SDK talks to it over HTTP.
+// Package awstest gives tests AWS endpoints that speak the services'
+// protocols (SigV4-signed requests): Secrets Manager's GetSecretValue,
+// Lambda's Invoke and CodeDeploy's PutLifecycleEventHookExecutionStatus, so
+// the real AWS SDK talks to them over HTTP.
 package awstest
 
 import (
@@ -8,7 +9,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -46,14 +46,22 @@ func Start(t testing.TB, env bool) *SecretsManager {
 // Env is the standard AWS environment that points the SDK at the endpoint,
 // for a process the test starts.
 func (sm *SecretsManager) Env() map[string]string {
+	env := Env()
+	env["AWS_ENDPOINT_URL_SECRETS_MANAGER"] = sm.URL
+	return env
+}
+
+// Env is the standard AWS environment of a process that talks only to test
+// endpoints: a region, made-up credentials, no configuration files. Add the
+// endpoints' AWS_ENDPOINT_URL_<SERVICE> to it.
+func Env() map[string]string {
 	return map[string]string{
-		"AWS_ENDPOINT_URL_SECRETS_MANAGER": sm.URL,
-		"AWS_REGION":                       "us-east-1",
-		"AWS_ACCESS_KEY_ID":                "AKIDEXAMPLE",
-		"AWS_SECRET_ACCESS_KEY":            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
-		"AWS_CONFIG_FILE":                  "/dev/null",
-		"AWS_SHARED_CREDENTIALS_FILE":      "/dev/null",
-		"AWS_EC2_METADATA_DISABLED":        "true",
+		"AWS_REGION":                  "us-east-1",
+		"AWS_ACCESS_KEY_ID":           "AKIDEXAMPLE",
+		"AWS_SECRET_ACCESS_KEY":       "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+		"AWS_CONFIG_FILE":             "/dev/null",
+		"AWS_SHARED_CREDENTIALS_FILE": "/dev/null",
+		"AWS_EC2_METADATA_DISABLED":   "true",
 	}
 }
 
@@ -121,7 +129,7 @@ var messages = map[string]string{
 func (sm *SecretsManager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost || r.Header.Get("X-Amz-Target") != "secretsmanager.GetSecretValue" ||
 		r.Header.Get("Content-Type") != "application/x-amz-json-1.1" ||
-		!strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/") {
+		!signed(r) {
 		sm.t.Errorf("unexpected request %s %s %v", r.Method, r.URL, r.Header)
 		http.Error(w, "bad request", http.StatusBadRequest)
 		return

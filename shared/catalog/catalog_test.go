@@ -100,3 +100,26 @@ func TestMessagesNameTheProblem(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestExamplesPassValidation(t *testing.T) {
+	tests := []Param{
+		{Name: "T", MaxLen: 1, Required: true},
+		{Name: "D", Kind: Date, Required: true},
+		{Name: "DY", Kind: Date, Format: "YYYY-MM-DD", Required: true},
+		{Name: "I", Kind: Integer, Bits: 16, Required: true},
+		{Name: "N", Kind: Decimal, Precision: 5, Scale: 2, Required: true},
+	}
+	for _, p := range tests {
+		t.Run(p.Name, func(t *testing.T) {
+			c, err := New([]Operation{{Clave: "X", Endpoint: ExecuteQuery, Procedure: "P", Params: []Param{p}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			op, _ := c.Lookup("X")
+			body := `{"CLAVE":"X","` + p.Name + `":"` + op.Params[0].Example() + `"}`
+			if _, refused := c.Parse(ExecuteQuery, []byte(body)); refused != nil {
+				t.Fatalf("%s refused: %v", body, refused)
+			}
+		})
+	}
+}

@@ -50,6 +50,16 @@ func dateLayout(format string) (string, error) {
 // original service's clients write "" or NA for a value they do not use.
 func absent(s string) bool { return s == "" || s == "NA" }
 
+// Example is a value p accepts, for requests that must pass validation
+// whatever they find (the pre-traffic hook's) and for messages.
+func (p Param) Example() string {
+	if p.Kind == Date {
+		layout, _ := dateLayout(p.Format) // checked by New
+		return time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC).Format(layout)
+	}
+	return "0" // text (at least one character fits), integer, decimal
+}
+
 // value checks one request value against p and returns what the procedure is
 // passed: a string (text and decimal), a time.Time (date) or an int64
 // (integer).
@@ -59,7 +69,7 @@ func (p Param) value(s string) (any, error) {
 		layout, _ := dateLayout(p.Format) // checked by New
 		t, err := time.Parse(layout, s)
 		if err != nil || t.Year() < 1 {
-			return nil, fmt.Errorf("%s must be a date written %s, e.g. %s", p.Name, p.Format, time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC).Format(layout))
+			return nil, fmt.Errorf("%s must be a date written %s, e.g. %s", p.Name, p.Format, p.Example())
 		}
 		return t, nil
 	case Integer:

@@ -49,7 +49,7 @@ func New(ctx context.Context, endpoint catalog.Endpoint, builtCatalog string, ge
 		return nil, err
 	}
 	cfg.Endpoints = []catalog.Endpoint{endpoint}
-	cat, err := catalogOf(builtCatalog, getenv)
+	cat, err := Catalog(builtCatalog, getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -79,9 +79,10 @@ func New(ctx context.Context, endpoint catalog.Endpoint, builtCatalog string, ge
 	return &Function{adapter: httpadapter.New(h), pools: pools, log: log}, nil
 }
 
-// catalogOf: the file GATEWAY_CATALOG names, else the catalog built into the
-// binary, else the specification's.
-func catalogOf(built string, getenv func(string) string) (*catalog.Catalog, error) {
+// Catalog is the catalog a binary serves: the file GATEWAY_CATALOG names,
+// else the one built into the binary (built, as in New), else the
+// specification's.
+func Catalog(built string, getenv func(string) string) (*catalog.Catalog, error) {
 	if built == "" || getenv("GATEWAY_CATALOG") != "" {
 		return gateway.CatalogFromEnv(getenv)
 	}

@@ -1,0 +1,245 @@
+// Package pretraffic is the CodeDeploy pre-traffic hook of a function's
+// canary deployment. Before the new version takes any traffic, the hook sends
+// it, as API Gateway would, one read of each operation of its endpoint
+// against one instance, and tells CodeDeploy to go on only if every answer is
+// well formed. The execute function is never made to write: it gets one
+// request the catalog must refuse, which still takes it through start-up,
+// the token check and the instance's secret.
+package pretraffic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/codedeploy"
+	cdtypes "github.com/aws/aws-sdk-go-v2/service/codedeploy/types"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+
+	"github.com/erp-gateway/gateway/shared/catalog"
+)
+
+// Invoker invokes a function version; *lambda.Client is one.
+type Invoker interface {
+	Invoke(ctx context.Context, in *lambda.InvokeInput, optFns ...func(*lambda.Options)) (*lambda.InvokeOutput, error)
+}
+
+// Reporter tells CodeDeploy a hook's verdict; *codedeploy.Client is one.
+type Reporter interface {
+	PutLifecycleEventHookExecutionStatus(ctx context.Context, in *codedeploy.PutLifecycleEventHookExecutionStatusInput, optFns ...func(*codedeploy.Options)) (*codedeploy.PutLifecycleEventHookExecutionStatusOutput, error)
+}
+
+// Config says what the hook checks.
+type Config struct {
+	Endpoint catalog.Endpoint
+	// Target is the new version's ARN (qualified): the only thing invoked.
+	Target string
+	// Instance is read from; empty: the hook checks nothing and lets the
+	// deployment go on.
+	Instance string
+	// Class is the interface-class path segment the functions serve.
+	Class string
+}
+
+// Event is what CodeDeploy invokes a lifecycle hook with.
+type Event struct {
+	DeploymentID                  string `json:"DeploymentId"`
+	LifecycleEventHookExecutionID string `json:"LifecycleEventHookExecutionId"`
+}
+
+// Hook checks a new version and reports to CodeDeploy.
+type Hook struct {
+	cfg    Config
+	cat    *catalog.Catalog
+	invoke Invoker
+	report Reporter
+	// token mints a bearer token for an instance, when one is needed.
+	token func(ctx context.Context, instance string) (string, error)
+	log   *slog.Logger
+}
+
+// New returns the hook.
+func New(cfg Config, cat *catalog.Catalog, invoke Invoker, report Reporter, token func(context.Context, string) (string, error), log *slog.Logger) *Hook {
+	if cfg.Class == "" {
+		cfg.Class = "TServiceRestInterface"
+	}
+	return &Hook{cfg: cfg, cat: cat, invoke: invoke, report: report, token: token, log: log}
+}
+
+// reportTime is kept back from the hook's deadline to report the verdict.
+const reportTime = 5 * time.Second
+
+// Handle checks the new version and reports the verdict. It returns an error
+// only when the verdict could not be reported (CodeDeploy then fails the
+// deployment when the hook's hour is up).
+func (h *Hook) Handle(ctx context.Context, ev Event) error {
+	status := cdtypes.LifecycleEventStatusSucceeded
+	checkCtx := ctx
+	if deadline, ok := ctx.Deadline(); ok {
+		// The verdict must be sent before the hook's own timeout: a hook
+		// that never reports holds the deployment for an hour. A database
+		// that hangs costs each probe a whole database timeout.
+		var cancel context.CancelFunc
+		checkCtx, cancel = context.WithDeadline(ctx, deadline.Add(-reportTime))
+		defer cancel()
+	}
+	if err := h.Check(checkCtx, ev.DeploymentID); err != nil {
+		h.log.ErrorContext(ctx, "pre-traffic check failed: the deployment will roll back", "target", h.cfg.Target, "err", err)
+		status = cdtypes.LifecycleEventStatusFailed
+	}
+	_, err := h.report.PutLifecycleEventHookExecutionStatus(ctx, &codedeploy.PutLifecycleEventHookExecutionStatusInput{
+		DeploymentId:                  aws.String(ev.DeploymentID),
+		LifecycleEventHookExecutionId: aws.String(ev.LifecycleEventHookExecutionID),
+		Status:                        status,
+	})
+	if err != nil {
+		return fmt.Errorf("reporting %s to CodeDeploy: %w", status, err)
+	}
+	return nil
+}
+
+// Check sends the new version its probes and returns what was wrong with
+// the answers, all of it.
+func (h *Hook) Check(ctx context.Context, deploymentID string) error {
+	if h.cfg.Instance == "" {
+		h.log.InfoContext(ctx, "pre-traffic check skipped: no instance named (PreTrafficInstance)", "target", h.cfg.Target)
+		return nil
+	}
+	token, err := h.token(ctx, h.cfg.Instance)
+	if err != nil {
+		return fmt.Errorf("minting a token for %s: %w", h.cfg.Instance, err)
+	}
+	var errs []error
+	for i, p := range Probes(h.cat, h.cfg.Endpoint) {
+		ev := h.event(p, token, fmt.Sprintf("pretraffic-%s-%d", deploymentID, i))
+		if err := h.send(ctx, ev, p); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p.Name, err))
+			continue
+		}
+		h.log.InfoContext(ctx, "pre-traffic probe answered well", "probe", p.Name, "request_id", ev.RequestContext.RequestID)
+	}
+	return errors.Join(errs...)
+}
+
+// Probe is one request of the check and the answer it must get.
+type Probe struct {
+	Name string
+	Body string
+	// Refused is the cod_error the catalog must answer with (400); zero: a
+	// read's answer (200, data or the database's own refusal).
+	Refused catalog.Code
+}
+
+// Probes are the requests sent to a version serving endpoint: one read of
+// each of the catalog's reads, every required parameter given an example
+// value; for execute, an operation the catalog does not have.
+func Probes(cat *catalog.Catalog, endpoint catalog.Endpoint) []Probe {
+	if endpoint != catalog.ExecuteQuery {
+		// 64 characters: a catalog's CLAVE has at most 63, so whatever the
+		// catalog, this is no operation and nothing is written.
+		clave := "PreTraffic_Check_" + strings.Repeat("x", 47)
+		return []Probe{{Name: "an unknown CLAVE", Body: `{"CLAVE":"` + clave + `"}`, Refused: catalog.CodeClaveUnknown}}
+	}
+	var out []Probe
+	for _, clave := range cat.Claves() {
+		op, _ := cat.Lookup(clave)
+		if op.Endpoint != endpoint {
+			continue
+		}
+		body := map[string]string{"CLAVE": clave}
+		for _, p := range op.Params {
+			if p.Required {
+				body[p.Name] = p.Example()
+			}
+		}
+		raw, _ := json.Marshal(body) // a map of strings always marshals
+		out = append(out, Probe{Name: clave, Body: string(raw)})
+	}
+	return out
+}
+
+// event is the probe as API Gateway would hand it to the function.
+func (h *Hook) event(p Probe, token, requestID string) events.APIGatewayProxyRequest {
+	resource := "/{instance}/RestServerIsapi.dll/api/v1/{class}/" + string(h.cfg.Endpoint)
+	path := "/" + h.cfg.Instance + "/RestServerIsapi.dll/api/v1/" + h.cfg.Class + "/" + string(h.cfg.Endpoint)
+	headers := map[string]string{"Content-Type": "application/json", "Authorization": "Bearer " + token, "User-Agent": "erp-gateway-pretraffic"}
+	multi := make(map[string][]string, len(headers))
+	for k, v := range headers {
+		multi[k] = []string{v}
+	}
+	return events.APIGatewayProxyRequest{
+		Resource: resource, Path: path, HTTPMethod: http.MethodPost,
+		Headers: headers, MultiValueHeaders: multi,
+		PathParameters: map[string]string{"instance": h.cfg.Instance, "class": h.cfg.Class},
+		RequestContext: events.APIGatewayProxyRequestContext{
+			RequestID: requestID, ResourcePath: resource, HTTPMethod: http.MethodPost, Path: path, Stage: "pretraffic",
+			Identity: events.APIGatewayRequestIdentity{SourceIP: "127.0.0.1", UserAgent: "erp-gateway-pretraffic"},
+		},
+		Body: p.Body,
+	}
+}
+
+// send invokes the target with ev and checks the answer against p.
+func (h *Hook) send(ctx context.Context, ev events.APIGatewayProxyRequest, p Probe) error {
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	out, err := h.invoke.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(h.cfg.Target), Payload: payload})
+	if err != nil {
+		return fmt.Errorf("invoking the new version: %w", err)
+	}
+	if out.FunctionError != nil {
+		return fmt.Errorf("the new version failed (%s): %s", *out.FunctionError, clip(out.Payload))
+	}
+	var resp events.APIGatewayProxyResponse
+	if err := json.Unmarshal(out.Payload, &resp); err != nil || resp.StatusCode == 0 {
+		return fmt.Errorf("not an API Gateway proxy response: %s", clip(out.Payload))
+	}
+	return wellFormed(resp, p)
+}
+
+// wellFormed holds an answer to what the gateway's interface promises.
+func wellFormed(resp events.APIGatewayProxyResponse, p Probe) error {
+	var answer struct {
+		Code      *int             `json:"cod_error"`
+		Data      *json.RawMessage `json:"data"`
+		ExExecSQL *string          `json:"ex_execsql"`
+	}
+	if err := json.Unmarshal([]byte(resp.Body), &answer); err != nil || answer.Code == nil {
+		return fmt.Errorf("status %d, a body without cod_error: %s", resp.StatusCode, clip([]byte(resp.Body)))
+	}
+	if p.Refused != 0 {
+		if resp.StatusCode != http.StatusBadRequest || *answer.Code != int(p.Refused) || answer.ExExecSQL == nil {
+			return fmt.Errorf("want 400 with cod_error %d, got %d with %s", p.Refused, resp.StatusCode, clip([]byte(resp.Body)))
+		}
+		return nil
+	}
+	switch {
+	case resp.StatusCode != http.StatusOK:
+		return fmt.Errorf("status %d: %s", resp.StatusCode, clip([]byte(resp.Body)))
+	case *answer.Code != 0:
+		return fmt.Errorf("cod_error %d: %s", *answer.Code, clip([]byte(resp.Body)))
+	case answer.ExExecSQL != nil:
+		return nil // the database's own refusal, in the original's shape
+	case answer.Data == nil || !strings.HasPrefix(string(*answer.Data), "["):
+		return fmt.Errorf("no data array: %s", clip([]byte(resp.Body)))
+	}
+	return nil
+}
+
+// clip keeps an unexpected answer short enough for a log line.
+func clip(b []byte) string {
+	const max = 300
+	if len(b) > max {
+		return string(b[:max]) + "…"
+	}
+	return string(b)
+}
