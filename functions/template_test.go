@@ -64,9 +64,11 @@ func TestTemplateMatchesTheHandler(t *testing.T) {
 		t.Fatalf("function globals %+v", g)
 	}
 
+	// A function's pre-traffic hook serves no route (TestTemplateOperations).
+	hooks := tplHooks(cfnTemplate(t))
 	served := map[catalog.Endpoint]bool{}
 	for name, res := range tpl.Resources {
-		if res.Type != "AWS::Serverless::Function" {
+		if res.Type != "AWS::Serverless::Function" || hooks[name] != "" {
 			continue
 		}
 		if res.Metadata.BuildMethod != "makefile" {
@@ -415,6 +417,454 @@ func TestTemplateEdgeProtections(t *testing.T) {
 			if tplAt(tpl, "Resources", "CustomDomainMapping", "Properties", "BasePath") != nil {
 				t.Errorf("CustomDomainMapping has a BasePath: the custom-domain URLs assume the stage at the root")
 			}
+		}},
+	} {
+		t.Run(tc.name, tc.check)
+	}
+}
+
+// tplHooks maps each function that is another's pre-traffic hook to the
+// function whose new versions it tries.
+func tplHooks(tpl map[string]any) map[string]string {
+	hooks := map[string]string{}
+	resources, _ := tplAt(tpl, "Resources").(map[string]any)
+	for name, res := range resources {
+		if hook, ok := tplAt(res, "Properties", "DeploymentPreference", "Hooks", "PreTraffic", "Ref").(string); ok {
+			hooks[hook] = name
+		}
+	}
+	return hooks
+}
+
+// tplList is v as a list: IAM takes one action or resource alone or in a list.
+func tplList(v any) []any {
+	if l, ok := v.([]any); ok {
+		return l
+	}
+	return []any{v}
+}
+
+// TestTemplateOperations holds what runs the gateway in AWS to what the
+// README's "Operating" section says: canary rollouts watched by the alarms
+// and tried first by a hook that may invoke nothing but the new version, logs
+// kept LogRetentionDays, an access log one request can be found in, alarms
+// that notify the topic, and a dashboard of the metrics the handler writes.
+func TestTemplateOperations(t *testing.T) {
+	tpl := cfnTemplate(t)
+	resources, _ := tplAt(tpl, "Resources").(map[string]any)
+	api := tplAt(resources, "Api", "Properties")
+	noValue := cfnRef("AWS::NoValue")
+	functions := []struct{ name, hook, endpoint, alarmPrefix string }{
+		{"ExecuteQueryFunction", "ExecuteQueryHookFunction", "executequery", "ExecuteQuery"},
+		{"ExecuteFunction", "ExecuteHookFunction", "execute", "Execute"},
+	}
+	alarms := []string{"Api5xxAlarm", "ApiLatencyAlarm", "UnavailableAlarm",
+		"ExecuteQueryErrorsAlarm", "ExecuteErrorsAlarm", "ExecuteQueryThrottlesAlarm", "ExecuteThrottlesAlarm"}
+	apiDimensions := []any{
+		map[string]any{"Name": "ApiName", "Value": cfnRef("AWS::StackName")},
+		map[string]any{"Name": "Stage", "Value": cfnRef("StageName")},
+	}
+	// The group a resource's property refers to, if it is a log group kept
+	// LogRetentionDays.
+	retainedGroup := func(t *testing.T, what string, ref any) string {
+		t.Helper()
+		name, _ := tplAt(ref, "Ref").(string)
+		if name == "" {
+			name, _ = tplAt(ref, "Fn::GetAtt", 0).(string)
+		}
+		group := resources[name]
+		if tplAt(group, "Type") != "AWS::Logs::LogGroup" {
+			t.Errorf("%s is %#v, not a log group of the template", what, ref)
+			return ""
+		}
+		tplSame(t, name+".RetentionInDays", tplAt(group, "Properties", "RetentionInDays"), cfnRef("LogRetentionDays"))
+		if tplAt(group, "Properties", "LogGroupName") == nil {
+			t.Errorf("%s has no LogGroupName: an operator finds it by name", name)
+		}
+		return name
+	}
+
+	for _, tc := range []struct {
+		name  string
+		check func(t *testing.T)
+	}{
+		{"parameters", func(t *testing.T) {
+			for _, p := range []struct {
+				name string
+				key  string
+				want any
+			}{
+				{"LogRetentionDays", "Type", "Number"},
+				{"LogRetentionDays", "Default", 30},
+				{"LogRetentionDays", "AllowedValues", []any{1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653}},
+				{"SetApiGatewayLogsRole", "Default", "false"},
+				{"SetApiGatewayLogsRole", "AllowedValues", []any{"true", "false"}},
+				{"AlarmTopicArn", "Default", ""},
+				{"Api5xxAlarmPercent", "Type", "Number"},
+				{"LatencyAlarmMilliseconds", "Type", "Number"},
+				{"LatencyAlarmMilliseconds", "Default", 3000},
+				{"UnavailableAlarmCount", "Type", "Number"},
+				{"UnavailableAlarmCount", "Default", 10},
+				{"DeploymentType", "Default", "Canary10Percent5Minutes"},
+				// Every type SAM turns into a CodeDeploy predefined configuration.
+				{"DeploymentType", "AllowedValues", []any{"Canary10Percent5Minutes", "Canary10Percent10Minutes", "Canary10Percent15Minutes", "Canary10Percent30Minutes",
+					"Linear10PercentEvery1Minute", "Linear10PercentEvery2Minutes", "Linear10PercentEvery3Minutes", "Linear10PercentEvery10Minutes", "AllAtOnce"}},
+				{"PreTrafficInstance", "Default", ""},
+				{"MinimumCompressionSize", "Type", "Number"},
+				{"MinimumCompressionSize", "Default", 1024},
+				{"MinimumCompressionSize", "MinValue", -1},
+				{"MinimumCompressionSize", "MaxValue", 10485760},
+			} {
+				tplSame(t, "Parameters."+p.name+"."+p.key, tplAt(tpl, "Parameters", p.name, p.key), p.want)
+				if d, _ := tplAt(tpl, "Parameters", p.name, "Description").(string); d == "" {
+					t.Errorf("Parameters.%s has no Description", p.name)
+				}
+			}
+			pattern, _ := tplAt(tpl, "Parameters", "PreTrafficInstance", "AllowedPattern").(string)
+			re, err := regexp.Compile(pattern)
+			if err != nil {
+				t.Fatalf("PreTrafficInstance.AllowedPattern %q: %v", pattern, err)
+			}
+			for value, ok := range map[string]bool{"": true, "demo": true, "Cliente_01-b": true, strings.Repeat("a", 64): true,
+				strings.Repeat("a", 65): false, "a b": false, "../demo": false, "demo/x": false} {
+				if re.MatchString(value) != ok {
+					t.Errorf("PreTrafficInstance.AllowedPattern %q takes %q: %v, want %v", pattern, value, !ok, ok)
+				}
+			}
+		}},
+		{"conditions follow the parameters", func(t *testing.T) {
+			for name, want := range map[string]any{
+				"SetLogsRole":    map[string]any{"Fn::Equals": []any{cfnRef("SetApiGatewayLogsRole"), "true"}},
+				"UseAlarmTopic":  map[string]any{"Fn::Not": []any{map[string]any{"Fn::Equals": []any{cfnRef("AlarmTopicArn"), ""}}}},
+				"UseCompression": map[string]any{"Fn::Not": []any{map[string]any{"Fn::Equals": []any{cfnRef("MinimumCompressionSize"), "-1"}}}},
+			} {
+				tplSame(t, "Conditions."+name, tplAt(tpl, "Conditions", name), want)
+			}
+		}},
+		{"each function rolls out through its alias, watched by the alarms and tried first by its hook", func(t *testing.T) {
+			for _, key := range []string{"AutoPublishAlias", "DeploymentPreference"} {
+				if tplAt(tpl, "Globals", "Function", key) != nil {
+					t.Errorf("Globals.Function.%s is set: the hooks would be deployed through CodeDeploy too", key)
+				}
+			}
+			for _, fn := range functions {
+				props := tplAt(resources, fn.name, "Properties")
+				tplSame(t, fn.name+".AutoPublishAlias", tplAt(props, "AutoPublishAlias"), "live")
+				pref := tplAt(props, "DeploymentPreference")
+				tplSame(t, fn.name+".DeploymentPreference.Type", tplAt(pref, "Type"), cfnRef("DeploymentType"))
+				tplSame(t, fn.name+".DeploymentPreference.Hooks", tplAt(pref, "Hooks"), map[string]any{"PreTraffic": cfnRef(fn.hook)})
+				if enabled := tplAt(pref, "Enabled"); enabled != nil && enabled != true {
+					t.Errorf("%s.DeploymentPreference.Enabled is %#v", fn.name, enabled)
+				}
+				watched, _ := tplAt(pref, "Alarms").([]any)
+				// CodeDeploy watches at most 10 alarms per deployment group.
+				if len(watched) > 10 {
+					t.Errorf("%s watches %d alarms", fn.name, len(watched))
+				}
+				for _, alarm := range []string{"Api5xxAlarm", "ApiLatencyAlarm", "UnavailableAlarm", fn.alarmPrefix + "ErrorsAlarm", fn.alarmPrefix + "ThrottlesAlarm"} {
+					if !slices.ContainsFunc(watched, func(a any) bool { return reflect.DeepEqual(a, cfnRef(alarm)) }) {
+						t.Errorf("%s's deployment does not roll back on %s: alarms %#v", fn.name, alarm, watched)
+					}
+				}
+				for _, w := range watched {
+					if name, _ := tplAt(w, "Ref").(string); tplAt(resources, name, "Type") != "AWS::CloudWatch::Alarm" {
+						t.Errorf("%s's deployment watches %#v, not an alarm of the template", fn.name, w)
+					}
+				}
+				// The alias's traffic, the canary's included.
+				for _, metric := range []string{"Errors", "Throttles"} {
+					alarm := tplAt(resources, fn.alarmPrefix+metric+"Alarm", "Properties")
+					tplSame(t, fn.alarmPrefix+metric+"Alarm metric", []any{tplAt(alarm, "Namespace"), tplAt(alarm, "MetricName")}, []any{"AWS/Lambda", metric})
+					tplSame(t, fn.alarmPrefix+metric+"Alarm.Dimensions", tplAt(alarm, "Dimensions"), []any{
+						map[string]any{"Name": "FunctionName", "Value": cfnRef(fn.name)},
+						map[string]any{"Name": "Resource", "Value": map[string]any{"Fn::Sub": "${" + fn.name + "}:live"}},
+					})
+				}
+			}
+		}},
+		{"a hook may invoke only the version it tries", func(t *testing.T) {
+			want := map[string]string{}
+			for _, fn := range functions {
+				want[fn.hook] = fn.name
+			}
+			tplSame(t, "pre-traffic hooks", tplHooks(tpl), want)
+			makefile, err := os.ReadFile("../Makefile")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, fn := range functions {
+				hook := resources[fn.hook]
+				props := tplAt(hook, "Properties")
+				tplSame(t, fn.hook+".Type", tplAt(hook, "Type"), "AWS::Serverless::Function")
+				tplSame(t, fn.hook+".BuildMethod", tplAt(hook, "Metadata", "BuildMethod"), "makefile")
+				// sam build runs build-<hook>, which may share its rule.
+				target := regexp.MustCompile(`(?m)^(?:[\w-]+ )*build-` + fn.hook + `(?: [\w-]+)*:.*\n\t.*-o \$\(ARTIFACTS_DIR\)/bootstrap \./functions/(\w+)$`).FindSubmatch(makefile)
+				if target == nil {
+					t.Errorf("%s: no Makefile target build-%s building ./functions/<command>", fn.hook, fn.hook)
+				} else if e := catalog.Endpoint(target[1]); e == catalog.ExecuteQuery || e == catalog.Execute {
+					t.Errorf("%s builds the %s function, not a hook", fn.hook, e)
+				}
+				// The role SAM makes for CodeDeploy invokes only CodeDeployHook_*.
+				name, _ := tplAt(props, "FunctionName", "Fn::Sub").(string)
+				if !strings.HasPrefix(name, "CodeDeployHook_") {
+					t.Errorf("%s.FunctionName is %#v: CodeDeploy may not invoke it", fn.hook, tplAt(props, "FunctionName"))
+				}
+				for _, key := range []string{"Events", "AutoPublishAlias", "DeploymentPreference", "Role"} {
+					if tplAt(props, key) != nil {
+						t.Errorf("%s.%s is set", fn.hook, key)
+					}
+				}
+				vars := tplAt(props, "Environment", "Variables")
+				tplSame(t, fn.hook+" GATEWAY_HOOK_ENDPOINT", tplAt(vars, "GATEWAY_HOOK_ENDPOINT"), fn.endpoint)
+				tplSame(t, fn.hook+" GATEWAY_HOOK_TARGET", tplAt(vars, "GATEWAY_HOOK_TARGET"), cfnRef(fn.name+".Version"))
+				tplSame(t, fn.hook+" GATEWAY_HOOK_INSTANCE", tplAt(vars, "GATEWAY_HOOK_INSTANCE"), cfnRef("PreTrafficInstance"))
+
+				policies, _ := tplAt(props, "Policies").([]any)
+				if len(policies) == 0 {
+					t.Errorf("%s has no policies", fn.hook)
+				}
+				granted := map[string][]any{}
+				for _, policy := range policies {
+					statements, ok := tplAt(policy, "Statement").([]any)
+					if !ok {
+						// A managed policy or a SAM policy template grants what
+						// this test cannot see.
+						t.Errorf("%s has policy %#v, not a policy document", fn.hook, policy)
+						continue
+					}
+					for _, st := range statements {
+						tplSame(t, fn.hook+" statement effect", tplAt(st, "Effect"), "Allow")
+						if tplAt(st, "NotAction") != nil || tplAt(st, "NotResource") != nil {
+							t.Errorf("%s: statement %#v grants by exclusion", fn.hook, st)
+						}
+						for _, action := range tplList(tplAt(st, "Action")) {
+							a, _ := action.(string)
+							if strings.Contains(a, "*") {
+								t.Errorf("%s: action %q is a wildcard", fn.hook, a)
+							}
+							granted[a] = append(granted[a], tplList(tplAt(st, "Resource"))...)
+						}
+					}
+				}
+				for action := range granted {
+					if strings.HasPrefix(strings.ToLower(action), "lambda:") && action != "lambda:InvokeFunction" {
+						t.Errorf("%s may %s", fn.hook, action)
+					}
+				}
+				tplSame(t, fn.hook+" may invoke", granted["lambda:InvokeFunction"], []any{cfnRef(fn.name + ".Version")})
+				tplSame(t, fn.hook+" may report to", granted["codedeploy:PutLifecycleEventHookExecutionStatus"], []any{
+					map[string]any{"Fn::Sub": "arn:${AWS::Partition}:codedeploy:${AWS::Region}:${AWS::AccountId}:deploymentgroup:${ServerlessDeploymentApplication}/*"},
+				})
+				tplSame(t, fn.hook+" may read", granted["secretsmanager:GetSecretValue"], []any{
+					map[string]any{"Fn::Sub": "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:${AccessSecretId}-??????"},
+				})
+				if len(granted) != 3 {
+					t.Errorf("%s may %v", fn.hook, slices.Sorted(maps.Keys(granted)))
+				}
+			}
+		}},
+		{"every function logs to a group of its own, kept LogRetentionDays", func(t *testing.T) {
+			tplSame(t, "Globals.Function.LoggingConfig", tplAt(tpl, "Globals", "Function", "LoggingConfig"), map[string]any{
+				"LogFormat": "JSON", "ApplicationLogLevel": cfnRef("LogLevel"), "SystemLogLevel": "WARN",
+			})
+			groups := map[string]string{}
+			for name, res := range resources {
+				if tplAt(res, "Type") != "AWS::Serverless::Function" {
+					continue
+				}
+				// SAM merges this into the global LoggingConfig key by key:
+				// another key here would override the global one.
+				local, _ := tplAt(res, "Properties", "LoggingConfig").(map[string]any)
+				if keys := slices.Sorted(maps.Keys(local)); !slices.Equal(keys, []string{"LogGroup"}) {
+					t.Errorf("%s.LoggingConfig sets %q, want LogGroup alone", name, keys)
+				}
+				group := retainedGroup(t, name+".LoggingConfig.LogGroup", local["LogGroup"])
+				if other, ok := groups[group]; ok && group != "" {
+					t.Errorf("%s and %s log to the same group %s", name, other, group)
+				}
+				groups[group] = name
+			}
+			if len(groups) != 4 {
+				t.Errorf("functions log to %v, want the two endpoints and their hooks", groups)
+			}
+		}},
+		{"the stage's access log: one JSON object a line, with what finds a request", func(t *testing.T) {
+			arn := map[string]any{"Fn::GetAtt": []any{"ApiAccessLogGroup", "Arn"}}
+			// The Select orders the stage after the account's logging role.
+			tplSame(t, "Api.AccessLogSetting.DestinationArn", tplAt(api, "AccessLogSetting", "DestinationArn"), cfnIf("SetLogsRole",
+				map[string]any{"Fn::Select": []any{0, []any{arn, cfnRef("ApiGatewayAccount")}}}, arn))
+			retainedGroup(t, "the access log", arn)
+
+			format, _ := tplAt(api, "AccessLogSetting", "Format").(string)
+			if strings.ContainsAny(format, "\r\n") {
+				t.Errorf("access log format spans lines: %q", format)
+			}
+			// An unquoted variable (a number) read as a string.
+			quoted := regexp.MustCompile(`:\s*(\$context\.[A-Za-z.]+)`).ReplaceAllString(format, `:"$1"`)
+			var fields map[string]string
+			if err := json.Unmarshal([]byte(quoted), &fields); err != nil {
+				t.Fatalf("access log format is not a JSON object of strings: %v\n%s", err, format)
+			}
+			for name, value := range fields {
+				if !regexp.MustCompile(`^\$context\.[A-Za-z.]+$`).MatchString(value) {
+					t.Errorf("access log field %s is %q, not one $context variable", name, value)
+				}
+			}
+			for name, want := range map[string]string{
+				// X-Request-Id is API Gateway's requestId (shared/gateway).
+				"requestId":          "$context.requestId",
+				"sourceIp":           "$context.identity.sourceIp",
+				"httpMethod":         "$context.httpMethod",
+				"resourcePath":       "$context.resourcePath",
+				"path":               "$context.path",
+				"instance":           "", // no $context variable holds a path parameter
+				"status":             "$context.status",
+				"responseLatency":    "$context.responseLatency",
+				"integrationLatency": "$context.integrationLatency",
+				"responseLength":     "$context.responseLength",
+			} {
+				got, ok := fields[name]
+				if !ok {
+					t.Errorf("access log has no field %s", name)
+				} else if want != "" && got != want {
+					t.Errorf("access log field %s is %q, want %q", name, got, want)
+				}
+			}
+		}},
+		{"the account's logging role only on request, and kept", func(t *testing.T) {
+			role := resources["ApiGatewayLogsRole"]
+			tplSame(t, "ApiGatewayLogsRole.Type", tplAt(role, "Type"), "AWS::IAM::Role")
+			tplSame(t, "ApiGatewayLogsRole.Condition", tplAt(role, "Condition"), "SetLogsRole")
+			// The account setting outlives the stack and points at the role.
+			tplSame(t, "ApiGatewayLogsRole.DeletionPolicy", tplAt(role, "DeletionPolicy"), "Retain")
+			tplSame(t, "ApiGatewayLogsRole trusted", tplAt(role, "Properties", "AssumeRolePolicyDocument", "Statement", 0, "Principal"),
+				map[string]any{"Service": "apigateway.amazonaws.com"})
+			tplSame(t, "ApiGatewayLogsRole policies", tplAt(role, "Properties", "ManagedPolicyArns"),
+				[]any{map[string]any{"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs"}})
+			account := resources["ApiGatewayAccount"]
+			tplSame(t, "ApiGatewayAccount.Type", tplAt(account, "Type"), "AWS::ApiGateway::Account")
+			tplSame(t, "ApiGatewayAccount.Condition", tplAt(account, "Condition"), "SetLogsRole")
+			tplSame(t, "ApiGatewayAccount.CloudWatchRoleArn", tplAt(account, "Properties", "CloudWatchRoleArn"),
+				map[string]any{"Fn::GetAtt": []any{"ApiGatewayLogsRole", "Arn"}})
+		}},
+		{"every alarm notifies the topic, when one is given", func(t *testing.T) {
+			topic := cfnIf("UseAlarmTopic", []any{cfnRef("AlarmTopicArn")}, noValue)
+			var found []string
+			for name, res := range resources {
+				if tplAt(res, "Type") != "AWS::CloudWatch::Alarm" {
+					continue
+				}
+				found = append(found, name)
+				props := tplAt(res, "Properties")
+				tplSame(t, name+".AlarmActions", tplAt(props, "AlarmActions"), topic)
+				tplSame(t, name+".OKActions", tplAt(props, "OKActions"), topic)
+				tplSame(t, name+".TreatMissingData", tplAt(props, "TreatMissingData"), "notBreaching")
+				if d, _ := tplAt(props, "AlarmDescription").(string); d == "" {
+					t.Errorf("%s has no AlarmDescription: the notification says nothing", name)
+				}
+			}
+			slices.Sort(found)
+			tplSame(t, "alarms", found, slices.Sorted(slices.Values(alarms)))
+		}},
+		{"the API's alarms watch this stage, found by the API's name", func(t *testing.T) {
+			// Alarms cannot refer to the API (see Api.Name): the name they use
+			// must be the one the API gets.
+			tplSame(t, "Api.Name", tplAt(api, "Name"), cfnRef("AWS::StackName"))
+			tplSame(t, "Api title", tplAt(api, "DefinitionBody", "info", "title"), cfnRef("AWS::StackName"))
+
+			errors := tplAt(resources, "Api5xxAlarm", "Properties")
+			metrics, _ := tplAt(errors, "Metrics").([]any)
+			stats := map[string]any{}
+			var expression string
+			for _, m := range metrics {
+				if tplAt(m, "ReturnData") == true {
+					expression, _ = tplAt(m, "Expression").(string)
+					continue
+				}
+				id, _ := tplAt(m, "Id").(string)
+				tplSame(t, "Api5xxAlarm "+id+" dimensions", tplAt(m, "MetricStat", "Metric", "Dimensions"), apiDimensions)
+				stats[id] = []any{tplAt(m, "MetricStat", "Metric", "Namespace"), tplAt(m, "MetricStat", "Metric", "MetricName"), tplAt(m, "MetricStat", "Stat"), tplAt(m, "MetricStat", "Period")}
+			}
+			tplSame(t, "Api5xxAlarm metrics", stats, map[string]any{
+				"errors":   []any{"AWS/ApiGateway", "5XXError", "Sum", 300},
+				"requests": []any{"AWS/ApiGateway", "Count", "Sum", 300},
+			})
+			// A handful of requests cannot set it off.
+			tplSame(t, "Api5xxAlarm expression", expression, "IF(requests >= 20, 100 * errors / requests, 0)")
+			tplSame(t, "Api5xxAlarm.Threshold", tplAt(errors, "Threshold"), cfnRef("Api5xxAlarmPercent"))
+
+			latency := tplAt(resources, "ApiLatencyAlarm", "Properties")
+			tplSame(t, "ApiLatencyAlarm.Dimensions", tplAt(latency, "Dimensions"), apiDimensions)
+			for key, want := range map[string]any{"Namespace": "AWS/ApiGateway", "MetricName": "Latency", "ExtendedStatistic": "p99",
+				"Period": 300, "EvaluationPeriods": 2, "DatapointsToAlarm": 2, "Threshold": cfnRef("LatencyAlarmMilliseconds")} {
+				tplSame(t, "ApiLatencyAlarm."+key, tplAt(latency, key), want)
+			}
+		}},
+		{"the unavailable alarm: each operation a contributor of its own", func(t *testing.T) {
+			props := tplAt(resources, "UnavailableAlarm", "Properties")
+			metrics, _ := tplAt(props, "Metrics").([]any)
+			if len(metrics) != 1 {
+				t.Fatalf("UnavailableAlarm.Metrics %#v, want the one query", metrics)
+			}
+			query, _ := tplAt(metrics[0], "Expression", "Fn::Sub").(string)
+			for _, part := range []string{
+				`SELECT SUM(Requests) FROM SCHEMA("${MetricsNamespace}", Operation, Outcome)`,
+				"WHERE Outcome = '" + gateway.OutcomeUnavailable + "'",
+				// Both make it a multi-time-series alarm.
+				"GROUP BY Operation", "ORDER BY",
+			} {
+				if !strings.Contains(query, part) {
+					t.Errorf("UnavailableAlarm query %q lacks %q", query, part)
+				}
+			}
+			tplSame(t, "UnavailableAlarm period", tplAt(metrics[0], "Period"), 300)
+			tplSame(t, "UnavailableAlarm ReturnData", tplAt(metrics[0], "ReturnData"), true)
+			tplSame(t, "UnavailableAlarm.Threshold", tplAt(props, "Threshold"), cfnRef("UnavailableAlarmCount"))
+			tplSame(t, "UnavailableAlarm.ComparisonOperator", tplAt(props, "ComparisonOperator"), "GreaterThanOrEqualToThreshold")
+		}},
+		{"the dashboard shows the handler's metrics and the alarms", func(t *testing.T) {
+			dashboard := resources["Dashboard"]
+			tplSame(t, "Dashboard.Type", tplAt(dashboard, "Type"), "AWS::CloudWatch::Dashboard")
+			tplSame(t, "DashboardName", tplAt(dashboard, "Properties", "DashboardName"), map[string]any{"Fn::Sub": "${AWS::StackName}"})
+			body, _ := tplAt(dashboard, "Properties", "DashboardBody", "Fn::Sub").(string)
+			// Everything substituted must exist, or the deploy fails.
+			for _, m := range regexp.MustCompile(`\$\{([^}!]+)\}`).FindAllStringSubmatch(body, -1) {
+				name, _, _ := strings.Cut(m[1], ".")
+				if tplAt(tpl, "Parameters", name) == nil && resources[name] == nil && !strings.HasPrefix(name, "AWS::") {
+					t.Errorf("dashboard substitutes ${%s}, which the template does not define", m[1])
+				}
+			}
+			// Every ${...} a placeholder that is valid in a string and as a number.
+			var parsed struct {
+				Widgets []struct {
+					Type       string         `json:"type"`
+					Properties map[string]any `json:"properties"`
+				} `json:"widgets"`
+			}
+			if err := json.Unmarshal([]byte(regexp.MustCompile(`\$\{[^}]*\}`).ReplaceAllString(body, "0")), &parsed); err != nil {
+				t.Fatalf("dashboard body is not JSON: %v", err)
+			}
+			if len(parsed.Widgets) == 0 {
+				t.Fatalf("dashboard has no widgets")
+			}
+			for _, metric := range []string{"Requests", "Latency", "DatabaseTime", "BreakerTrips", "SecretFetches", "ConnectionOpens", "StatementPrepares"} {
+				if !strings.Contains(body, `{\"${MetricsNamespace}\",Operation,Outcome} MetricName=\"`+metric+`\"`) {
+					t.Errorf("dashboard does not search %s by Operation and Outcome", metric)
+				}
+			}
+			for _, outcome := range []string{gateway.OutcomeOK, gateway.OutcomeRefusedByDB} {
+				if !strings.Contains(body, `Outcome=\"`+outcome+`\"`) {
+					t.Errorf("dashboard latency panels miss outcome %s", outcome)
+				}
+			}
+			for _, alarm := range alarms {
+				if !strings.Contains(body, "${"+alarm+".Arn}") {
+					t.Errorf("dashboard does not show %s", alarm)
+				}
+			}
+		}},
+		{"compression follows MinimumCompressionSize", func(t *testing.T) {
+			tplSame(t, "Api.MinimumCompressionSize", tplAt(api, "MinimumCompressionSize"), cfnIf("UseCompression", cfnRef("MinimumCompressionSize"), noValue))
 		}},
 	} {
 		t.Run(tc.name, tc.check)
