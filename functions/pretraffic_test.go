@@ -80,6 +80,7 @@ func TestPreTrafficHook(t *testing.T) {
 		{"a new version that crashes", "executequery", brokenARN, "demo", "Failed", reads},
 		{"a database that does not answer", "executequery", readsARN, "frozen", "Failed", reads},
 		{"an instance the token cannot open", "executequery", readsARN, "nosuch", "Failed", reads},
+		{"a hook set up wrong reports at once", "bogus", readsARN, "demo", "Failed", 0},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

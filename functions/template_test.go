@@ -478,6 +478,9 @@ func TestTemplateOperations(t *testing.T) {
 			return ""
 		}
 		tplSame(t, name+".RetentionInDays", tplAt(group, "Properties", "RetentionInDays"), cfnRef("LogRetentionDays"))
+		// Kept, except when the stack's creation fails: a retry would find
+		// the name taken.
+		tplSame(t, name+".DeletionPolicy", tplAt(group, "DeletionPolicy"), "RetainExceptOnCreate")
 		if tplAt(group, "Properties", "LogGroupName") == nil {
 			t.Errorf("%s has no LogGroupName: an operator finds it by name", name)
 		}
@@ -488,6 +491,24 @@ func TestTemplateOperations(t *testing.T) {
 		name  string
 		check func(t *testing.T)
 	}{
+		{"only the functions that reach Firebird are in the VPC; the hooks have time to report", func(t *testing.T) {
+			if v := tplAt(tpl, "Globals", "Function", "VpcConfig"); v != nil {
+				t.Errorf("Globals.Function.VpcConfig is %v: the hooks would join the VPC and get ENI permissions", v)
+			}
+			for _, f := range functions {
+				if tplAt(resources, f.name, "Properties", "VpcConfig", "Fn::If", 0) != "UseVpc" {
+					t.Errorf("%s.VpcConfig is not the UseVpc choice", f.name)
+				}
+				if v := tplAt(resources, f.hook, "Properties", "VpcConfig"); v != nil {
+					t.Errorf("%s.VpcConfig is %v", f.hook, v)
+				}
+				// The hook keeps 5 s of its timeout to report; the rest
+				// bounds its probes, each up to DatabaseTimeout.
+				if to, _ := tplAt(resources, f.hook, "Properties", "Timeout").(int); to < 120 {
+					t.Errorf("%s.Timeout is %d s: too short for a catalog's reads", f.hook, to)
+				}
+			}
+		}},
 		{"parameters", func(t *testing.T) {
 			for _, p := range []struct {
 				name string

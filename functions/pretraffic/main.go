@@ -5,6 +5,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,10 +33,18 @@ var catalogB64 string
 
 func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
-	hook, err := newHook(context.Background(), os.Getenv, log)
+	ctx := context.Background()
+	awsCfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
-		log.Error("cannot start", "err", err)
+		log.Error("cannot start: no AWS configuration to report with", "err", err)
 		os.Exit(1)
+	}
+	hook, err := newHook(ctx, os.Getenv, awsCfg, log)
+	if err != nil {
+		// Report every deployment Failed, at once, rather than exit and
+		// leave CodeDeploy waiting for the hook's hour.
+		log.Error("cannot check new versions: every deployment fails until this is mended", "err", err)
+		hook = pretraffic.Broken(codedeploy.NewFromConfig(awsCfg), err, log)
 	}
 	lambda.Start(hook.Handle)
 }
@@ -43,7 +52,7 @@ func main() {
 // newHook reads GATEWAY_HOOK_ENDPOINT (whose version it checks),
 // GATEWAY_HOOK_TARGET (the new version's ARN), GATEWAY_HOOK_INSTANCE,
 // GATEWAY_CLASS and the access document as the functions read it.
-func newHook(ctx context.Context, getenv func(string) string, log *slog.Logger) (*pretraffic.Hook, error) {
+func newHook(ctx context.Context, getenv func(string) string, awsCfg aws.Config, log *slog.Logger) (*pretraffic.Hook, error) {
 	cfg, err := gateway.ConfigFromEnv(getenv)
 	if err != nil {
 		return nil, err
@@ -64,10 +73,6 @@ func newHook(ctx context.Context, getenv func(string) string, log *slog.Logger) 
 	if err != nil {
 		return nil, err
 	}
-	awsCfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("AWS configuration: %w", err)
-	}
 	// The access document is read at each check, not at start: a hook runs
 	// once per deployment and must sign with the key of the day.
 	token := func(ctx context.Context, instance string) (string, error) {
@@ -82,7 +87,7 @@ func newHook(ctx context.Context, getenv func(string) string, log *slog.Logger) 
 		tok, _, err := doc.Mint(instance, "")
 		return tok, err
 	}
-	return pretraffic.New(pretraffic.Config{Endpoint: endpoint, Target: target, Instance: instance, Class: cfg.Class},
+	return pretraffic.New(pretraffic.Config{Endpoint: endpoint, Target: target, Instance: instance, Class: cmp.Or(cfg.Class, gateway.DefaultClass)},
 		cat, awslambda.NewFromConfig(awsCfg), codedeploy.NewFromConfig(awsCfg), token, log), nil
 }
 

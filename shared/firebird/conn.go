@@ -39,11 +39,13 @@ func newConnector(dsn string, maxStmt int) (*connector, error) {
 }
 
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
+	// Counted as asked, like prepares: a refused attachment (a wrong
+	// password) costs the server work too.
+	tally.Add(ctx, tally.ConnectionOpens)
 	dc, err := c.driver.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	tally.Add(ctx, tally.ConnectionOpens)
 	return &conn{inner: dc, stmts: make(map[string]*stmt), max: c.maxStmt, used: time.Now()}, nil
 }
 
@@ -134,7 +136,7 @@ func (c *conn) statement(ctx context.Context, fc driverConn, query string) (*stm
 	if len(c.stmts) >= c.max {
 		c.evictOldest()
 	}
-	// Counted whether or not it succeeds: the server does the work either way.
+	// Counted as asked: the server does the work whether or not it succeeds.
 	tally.Add(ctx, tally.StatementPrepares)
 	ds, err := fc.PrepareContext(ctx, query)
 	if err != nil {

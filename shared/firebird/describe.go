@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/tally"
 )
 
 // Describe reads from the system tables what the database says of the named
@@ -30,6 +31,7 @@ func Describe(ctx context.Context, cfg Config, names []string) (map[string]catal
 		if err != nil {
 			return err
 		}
+		tally.Add(ctx, tally.ConnectionOpens)
 		defer tx.Rollback() //nolint:errcheck // read-only: nothing to keep
 		out = make(map[string]catalog.Procedure, len(names))
 		for _, name := range names {
@@ -53,6 +55,7 @@ func describe(ctx context.Context, tx *sql.Tx, name string) (catalog.Procedure, 
 	p := catalog.Procedure{Name: name}
 	var typ int
 	var owner string
+	tally.Add(ctx, tally.StatementPrepares) // database/sql prepares each query
 	err := tx.QueryRowContext(ctx, `
 		SELECT COALESCE(p.RDB$PROCEDURE_TYPE, 0), TRIM(p.RDB$OWNER_NAME)
 		FROM RDB$PROCEDURES p
@@ -65,6 +68,7 @@ func describe(ctx context.Context, tx *sql.Tx, name string) (catalog.Procedure, 
 	}
 	p.Exists, p.Selectable = true, typ == 1
 	var grants int
+	tally.Add(ctx, tally.StatementPrepares) // database/sql prepares each query
 	if err := tx.QueryRowContext(ctx, `
 		SELECT COUNT(*) FROM RDB$USER_PRIVILEGES u
 		WHERE u.RDB$RELATION_NAME = ? AND u.RDB$OBJECT_TYPE = 5 AND u.RDB$PRIVILEGE = 'X'
@@ -72,6 +76,7 @@ func describe(ctx context.Context, tx *sql.Tx, name string) (catalog.Procedure, 
 		return p, err
 	}
 	var user string
+	tally.Add(ctx, tally.StatementPrepares) // database/sql prepares each query
 	if err := tx.QueryRowContext(ctx, `SELECT TRIM(CURRENT_USER) FROM RDB$DATABASE`).Scan(&user); err != nil {
 		return p, err
 	}
@@ -79,6 +84,7 @@ func describe(ctx context.Context, tx *sql.Tx, name string) (catalog.Procedure, 
 	if p.Inputs, p.Outputs, err = parameters(ctx, tx, name); err != nil {
 		return p, err
 	}
+	tally.Add(ctx, tally.StatementPrepares) // database/sql prepares each query
 	rows, err := tx.QueryContext(ctx, `
 		SELECT DISTINCT TRIM(d.RDB$DEPENDED_ON_NAME) FROM RDB$DEPENDENCIES d
 		WHERE d.RDB$DEPENDENT_NAME = ? AND d.RDB$DEPENDENT_TYPE = 5 AND d.RDB$DEPENDED_ON_TYPE = 7
@@ -108,6 +114,7 @@ var fieldTypes = map[int]string{
 }
 
 func parameters(ctx context.Context, tx *sql.Tx, name string) (inputs, outputs []catalog.DBParam, err error) {
+	tally.Add(ctx, tally.StatementPrepares) // database/sql prepares each query
 	rows, err := tx.QueryContext(ctx, `
 		SELECT TRIM(pp.RDB$PARAMETER_NAME), pp.RDB$PARAMETER_TYPE, f.RDB$FIELD_TYPE,
 			COALESCE(f.RDB$FIELD_SUB_TYPE, 0), COALESCE(f.RDB$FIELD_SCALE, 0), COALESCE(f.RDB$FIELD_PRECISION, 0),

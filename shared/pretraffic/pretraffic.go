@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/codedeploy"
 	cdtypes "github.com/aws/aws-sdk-go-v2/service/codedeploy/types"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/smithy-go"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
 )
@@ -63,14 +64,20 @@ type Hook struct {
 	// token mints a bearer token for an instance, when one is needed.
 	token func(ctx context.Context, instance string) (string, error)
 	log   *slog.Logger
+	// broken is why the hook could not be set up; it then reports Failed.
+	broken error
 }
 
 // New returns the hook.
 func New(cfg Config, cat *catalog.Catalog, invoke Invoker, report Reporter, token func(context.Context, string) (string, error), log *slog.Logger) *Hook {
-	if cfg.Class == "" {
-		cfg.Class = "TServiceRestInterface"
-	}
 	return &Hook{cfg: cfg, cat: cat, invoke: invoke, report: report, token: token, log: log}
+}
+
+// Broken returns a hook that reports Failed for why, for a hook that could
+// not be set up: one that exits instead leaves CodeDeploy waiting an hour
+// (Lambda retries the asynchronous invocation, which fails the same way).
+func Broken(report Reporter, why error, log *slog.Logger) *Hook {
+	return &Hook{report: report, log: log, broken: why}
 }
 
 // reportTime is kept back from the hook's deadline to report the verdict.
@@ -80,19 +87,11 @@ const reportTime = 5 * time.Second
 // only when the verdict could not be reported (CodeDeploy then fails the
 // deployment when the hook's hour is up).
 func (h *Hook) Handle(ctx context.Context, ev Event) error {
-	status := cdtypes.LifecycleEventStatusSucceeded
-	checkCtx := ctx
-	if deadline, ok := ctx.Deadline(); ok {
-		// The verdict must be sent before the hook's own timeout: a hook
-		// that never reports holds the deployment for an hour. A database
-		// that hangs costs each probe a whole database timeout.
-		var cancel context.CancelFunc
-		checkCtx, cancel = context.WithDeadline(ctx, deadline.Add(-reportTime))
-		defer cancel()
-	}
-	if err := h.Check(checkCtx, ev.DeploymentID); err != nil {
+	status := cdtypes.LifecycleEventStatusFailed
+	if err := h.checkSafely(ctx, ev.DeploymentID); err != nil {
 		h.log.ErrorContext(ctx, "pre-traffic check failed: the deployment will roll back", "target", h.cfg.Target, "err", err)
-		status = cdtypes.LifecycleEventStatusFailed
+	} else {
+		status = cdtypes.LifecycleEventStatusSucceeded
 	}
 	_, err := h.report.PutLifecycleEventHookExecutionStatus(ctx, &codedeploy.PutLifecycleEventHookExecutionStatusInput{
 		DeploymentId:                  aws.String(ev.DeploymentID),
@@ -103,6 +102,29 @@ func (h *Hook) Handle(ctx context.Context, ev Event) error {
 		return fmt.Errorf("reporting %s to CodeDeploy: %w", status, err)
 	}
 	return nil
+}
+
+// checkSafely is Check bounded to leave time for the verdict, and a panic
+// turned into a failure, so that a verdict is always reported.
+func (h *Hook) checkSafely(ctx context.Context, deploymentID string) (err error) {
+	if h.broken != nil {
+		return h.broken
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the check panicked: %v", p)
+		}
+	}()
+	checkCtx := ctx
+	if deadline, ok := ctx.Deadline(); ok {
+		// The verdict must be sent before the hook's own timeout: a hook
+		// that never reports holds the deployment for an hour. A database
+		// that hangs costs each probe a whole database timeout.
+		var cancel context.CancelFunc
+		checkCtx, cancel = context.WithDeadline(ctx, deadline.Add(-reportTime))
+		defer cancel()
+	}
+	return h.Check(checkCtx, deploymentID)
 }
 
 // Check sends the new version its probes and returns what was wrong with
@@ -141,11 +163,11 @@ type Probe struct {
 // each of the catalog's reads, every required parameter given an example
 // value; for execute, an operation the catalog does not have.
 func Probes(cat *catalog.Catalog, endpoint catalog.Endpoint) []Probe {
+	// 64 characters: a catalog's CLAVE has at most 63, so whatever the
+	// catalog, this is no operation and nothing is written.
+	unknown := []Probe{{Name: "an unknown CLAVE", Body: `{"CLAVE":"PreTraffic_Check_` + strings.Repeat("x", 47) + `"}`, Refused: catalog.CodeClaveUnknown}}
 	if endpoint != catalog.ExecuteQuery {
-		// 64 characters: a catalog's CLAVE has at most 63, so whatever the
-		// catalog, this is no operation and nothing is written.
-		clave := "PreTraffic_Check_" + strings.Repeat("x", 47)
-		return []Probe{{Name: "an unknown CLAVE", Body: `{"CLAVE":"` + clave + `"}`, Refused: catalog.CodeClaveUnknown}}
+		return unknown
 	}
 	var out []Probe
 	for _, clave := range cat.Claves() {
@@ -161,6 +183,11 @@ func Probes(cat *catalog.Catalog, endpoint catalog.Endpoint) []Probe {
 		}
 		raw, _ := json.Marshal(body) // a map of strings always marshals
 		out = append(out, Probe{Name: clave, Body: string(raw)})
+	}
+	if len(out) == 0 {
+		// A catalog without reads: still start-up, the token and the
+		// instance's secret are checked.
+		return unknown
 	}
 	return out
 }
@@ -190,9 +217,25 @@ func (h *Hook) event(p Probe, token, requestID string) events.APIGatewayProxyReq
 func (h *Hook) send(ctx context.Context, ev events.APIGatewayProxyRequest, p Probe) error {
 	payload, err := json.Marshal(ev)
 	if err != nil {
-		return err
+		return fmt.Errorf("encoding the probe: %w", err)
 	}
-	out, err := h.invoke.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(h.cfg.Target), Payload: payload})
+	var out *lambda.InvokeOutput
+	for wait := time.Second; ; wait *= 2 {
+		out, err = h.invoke.Invoke(ctx, &lambda.InvokeInput{FunctionName: aws.String(h.cfg.Target), Payload: payload})
+		// The permission to invoke this version is granted in the same
+		// stack update that starts the deployment, and IAM takes a few
+		// seconds to apply it everywhere: a denial is asked again, for
+		// half a minute, not taken for the version's failure.
+		var apiErr smithy.APIError
+		if err == nil || !errors.As(err, &apiErr) || apiErr.ErrorCode() != "AccessDeniedException" || wait > 16*time.Second {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("invoking the new version: %w", err)
+		case <-time.After(wait):
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("invoking the new version: %w", err)
 	}

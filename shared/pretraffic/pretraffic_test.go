@@ -2,6 +2,7 @@ package pretraffic
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/codedeploy"
 	cdtypes "github.com/aws/aws-sdk-go-v2/service/codedeploy/types"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/smithy-go"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
 )
@@ -97,5 +99,72 @@ func TestVerdictBeforeTheHooksDeadline(t *testing.T) {
 	}
 	if len(v.got) != 1 || v.got[0] != cdtypes.LifecycleEventStatusFailed {
 		t.Fatalf("verdicts %v, want one Failed", v.got)
+	}
+}
+
+// scriptedLambda answers each invocation with the next of its answers.
+type scriptedLambda struct {
+	answers []func() (*lambda.InvokeOutput, error)
+	calls   int
+}
+
+func (l *scriptedLambda) Invoke(context.Context, *lambda.InvokeInput, ...func(*lambda.Options)) (*lambda.InvokeOutput, error) {
+	a := l.answers[min(l.calls, len(l.answers)-1)]
+	l.calls++
+	return a()
+}
+
+func TestVerdicts(t *testing.T) {
+	ok := func() (*lambda.InvokeOutput, error) {
+		return &lambda.InvokeOutput{Payload: []byte(`{"statusCode":200,"body":"{\"cod_error\":0,\"data\":[]}"}`)}, nil
+	}
+	denied := func() (*lambda.InvokeOutput, error) {
+		return nil, &smithy.GenericAPIError{Code: "AccessDeniedException", Message: "not authorized"}
+	}
+	tests := []struct {
+		name    string
+		answers []func() (*lambda.InvokeOutput, error)
+		want    cdtypes.LifecycleEventStatus
+	}{
+		{"well-formed answers", []func() (*lambda.InvokeOutput, error){ok}, cdtypes.LifecycleEventStatusSucceeded},
+		// IAM applying the new version's permission a moment late.
+		{"denied twice, then allowed", []func() (*lambda.InvokeOutput, error){denied, denied, ok}, cdtypes.LifecycleEventStatusSucceeded},
+		{"a check that panics", []func() (*lambda.InvokeOutput, error){func() (*lambda.InvokeOutput, error) { panic("boom") }}, cdtypes.LifecycleEventStatusFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := &verdicts{}
+			token := func(context.Context, string) (string, error) { return "t", nil }
+			h := New(Config{Endpoint: catalog.ExecuteQuery, Target: "arn:v:1", Instance: "demo"}, catalog.Default(), &scriptedLambda{answers: tt.answers}, v, token,
+				slog.New(slog.NewTextHandler(io.Discard, nil)))
+			if err := h.Handle(context.Background(), Event{DeploymentID: "d-1", LifecycleEventHookExecutionID: "e-1"}); err != nil {
+				t.Fatal(err)
+			}
+			if len(v.got) != 1 || v.got[0] != tt.want {
+				t.Fatalf("verdicts %v, want one %s", v.got, tt.want)
+			}
+		})
+	}
+}
+
+func TestBrokenHookReportsFailed(t *testing.T) {
+	v := &verdicts{}
+	h := Broken(v, errors.New("GATEWAY_HOOK_ENDPOINT unset"), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := h.Handle(context.Background(), Event{DeploymentID: "d-1", LifecycleEventHookExecutionID: "e-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.got) != 1 || v.got[0] != cdtypes.LifecycleEventStatusFailed {
+		t.Fatalf("verdicts %v, want one Failed", v.got)
+	}
+}
+
+func TestCatalogWithoutReadsStillProbes(t *testing.T) {
+	cat, err := catalog.New([]catalog.Operation{{Clave: "Set_X", Endpoint: catalog.Execute, Procedure: "P", ReadBack: &catalog.ReadBack{Procedure: "Q"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	probes := Probes(cat, catalog.ExecuteQuery)
+	if len(probes) != 1 || probes[0].Refused != catalog.CodeClaveUnknown {
+		t.Fatalf("probes %+v, want the unknown-CLAVE refusal", probes)
 	}
 }

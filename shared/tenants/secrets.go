@@ -45,7 +45,8 @@ func NewSecretsManager(client SecretsClient, prefix string) *SecretsManager {
 }
 
 // Fetch reads one instance's secret. A secret that does not exist is
-// ErrUnknown; every other failure is ErrUnavailable.
+// ErrUnknown; every other failure is ErrUnavailable, and a secret that was
+// read but is no instance document is ErrMalformed as well.
 func (s *SecretsManager) Fetch(ctx context.Context, name string) (Instance, error) {
 	tally.Add(ctx, tally.SecretFetches)
 	out, err := s.client.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(s.prefix + name)})
@@ -61,7 +62,7 @@ func (s *SecretsManager) Fetch(ctx context.Context, name string) (Instance, erro
 	case err != nil:
 		return Instance{}, fmt.Errorf("%w: reading secret %s%s: %w", ErrUnavailable, s.prefix, name, err)
 	case out.SecretString == nil:
-		return Instance{}, fmt.Errorf("%w: secret %s%s has no SecretString", ErrUnavailable, s.prefix, name)
+		return Instance{}, fmt.Errorf("%w: %w: secret %s%s has no SecretString", ErrUnavailable, ErrMalformed, s.prefix, name)
 	}
 	inst, err := ParseInstance([]byte(*out.SecretString))
 	if err != nil {
