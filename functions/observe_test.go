@@ -11,6 +11,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/erp-gateway/gateway/shared/awstest"
+	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/firebird"
 	"github.com/erp-gateway/gateway/shared/tenants"
@@ -178,6 +179,23 @@ func TestSideCountersCountWhatEachRequestCost(t *testing.T) {
 		if calls := sm.Calls(prefix+"acme") - before; float64(calls) != tt.secrets {
 			t.Errorf("%s: Secrets Manager saw %d reads of the instance's secret, the metric says %v", tt.name, calls, tt.secrets)
 		}
+	}
+
+	// The health check reads the system tables on an attachment of its own,
+	// in its request's time: that is counted too.
+	id := fmt.Sprintf("cost-health-%d", time.Now().UnixNano())
+	resp, res := api.invoke(restEvent(t, "/acme/health", "", func(e *events.APIGatewayProxyRequest) {
+		e.HTTPMethod, e.Resource, e.RequestContext.RequestID = "GET", "/{instance}/health", id
+		e.PathParameters = map[string]string{"instance": "acme"}
+		e.MultiValueHeaders["Authorization"] = []string{"Bearer " + token}
+	}))
+	if res.isError || resp.StatusCode != 200 {
+		t.Fatalf("health: %d %s %s", resp.StatusCode, resp.Body, res.body)
+	}
+	line := requestLine(t, logs, id)
+	procedures := float64(len(catalog.Default().Procedures()))
+	if opens, prepares := line["ConnectionOpens"], line["StatementPrepares"].(float64); opens != 1.0 || prepares < procedures {
+		t.Errorf("health: connection opens %v, prepares %v; want 1 and at least one per procedure (%v)", opens, prepares, procedures)
 	}
 }
 
