@@ -531,6 +531,8 @@ func TestTemplateOperations(t *testing.T) {
 				{"DeploymentType", "AllowedValues", []any{"Canary10Percent5Minutes", "Canary10Percent10Minutes", "Canary10Percent15Minutes", "Canary10Percent30Minutes",
 					"Linear10PercentEvery1Minute", "Linear10PercentEvery2Minutes", "Linear10PercentEvery3Minutes", "Linear10PercentEvery10Minutes", "AllAtOnce"}},
 				{"PreTrafficInstance", "Default", ""},
+				{"RollbackAlarms", "Default", "all"},
+				{"RollbackAlarms", "AllowedValues", []any{"all", "functions"}},
 				{"MinimumCompressionSize", "Type", "Number"},
 				{"MinimumCompressionSize", "Default", 1024},
 				{"MinimumCompressionSize", "MinValue", -1},
@@ -577,19 +579,27 @@ func TestTemplateOperations(t *testing.T) {
 				if enabled := tplAt(pref, "Enabled"); enabled != nil && enabled != true {
 					t.Errorf("%s.DeploymentPreference.Enabled is %#v", fn.name, enabled)
 				}
-				watched, _ := tplAt(pref, "Alarms").([]any)
-				// CodeDeploy watches at most 10 alarms per deployment group.
-				if len(watched) > 10 {
-					t.Errorf("%s watches %d alarms", fn.name, len(watched))
-				}
-				for _, alarm := range []string{"Api5xxAlarm", "ApiLatencyAlarm", "UnavailableAlarm", fn.alarmPrefix + "ErrorsAlarm", fn.alarmPrefix + "ThrottlesAlarm"} {
-					if !slices.ContainsFunc(watched, func(a any) bool { return reflect.DeepEqual(a, cfnRef(alarm)) }) {
-						t.Errorf("%s's deployment does not roll back on %s: alarms %#v", fn.name, alarm, watched)
+				// RollbackAlarms chooses between the list and the
+				// function's own alarms.
+				tplSame(t, fn.name+" rollback choice", tplAt(pref, "Alarms", "Fn::If", 0), "RollbackOnAll")
+				for i, want := range [][]string{
+					{"Api5xxAlarm", "ApiLatencyAlarm", "UnavailableAlarm", fn.alarmPrefix + "ErrorsAlarm", fn.alarmPrefix + "ThrottlesAlarm"},
+					{fn.alarmPrefix + "ErrorsAlarm", fn.alarmPrefix + "ThrottlesAlarm"},
+				} {
+					watched, _ := tplAt(pref, "Alarms", "Fn::If", i+1).([]any)
+					// CodeDeploy watches at most 10 alarms per deployment group.
+					if len(watched) > 10 {
+						t.Errorf("%s watches %d alarms", fn.name, len(watched))
 					}
-				}
-				for _, w := range watched {
-					if name, _ := tplAt(w, "Ref").(string); tplAt(resources, name, "Type") != "AWS::CloudWatch::Alarm" {
-						t.Errorf("%s's deployment watches %#v, not an alarm of the template", fn.name, w)
+					for _, alarm := range want {
+						if !slices.ContainsFunc(watched, func(a any) bool { return reflect.DeepEqual(a, cfnRef(alarm)) }) {
+							t.Errorf("%s's deployment does not roll back on %s: alarms %#v", fn.name, alarm, watched)
+						}
+					}
+					for _, w := range watched {
+						if name, _ := tplAt(w, "Ref").(string); tplAt(resources, name, "Type") != "AWS::CloudWatch::Alarm" {
+							t.Errorf("%s's deployment watches %#v, not an alarm of the template", fn.name, w)
+						}
 					}
 				}
 				// The alias's traffic, the canary's included.
