@@ -10,10 +10,31 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/erp-gateway/gateway/shared/access"
 	"github.com/erp-gateway/gateway/shared/awstest"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
+
+// secretsPrefix is where acmeInSecretsManager keeps instance documents.
+const secretsPrefix = "erp-gateway/instances/"
+
+// acmeInSecretsManager is a counting Secrets Manager holding a test access
+// document and the instance acme (the demo database), and the environment
+// that points a function at it.
+func acmeInSecretsManager(t *testing.T) (*awstest.SecretsManager, *access.Document, []string) {
+	t.Helper()
+	const accessID = "erp-gateway/access"
+	sm := awstest.Start(t, false)
+	doc, data := fbtest.Access(t)
+	sm.Put(accessID, string(data))
+	sm.PutJSON(secretsPrefix+"acme", tenants.Instance{Config: fbtest.Demo(t)})
+	env := []string{"GATEWAY_SECRET_PREFIX=" + secretsPrefix, "GATEWAY_ACCESS_SECRET=" + accessID}
+	for k, v := range sm.Env() {
+		env = append(env, k+"="+v)
+	}
+	return sm, doc, env
+}
 
 // TestStrangersUnderTheRuntimeAPI runs the executequery binary under the
 // emulated Runtime API with the real SDK against a counting Secrets Manager
@@ -21,16 +42,8 @@ import (
 // tokens make no secret call, and a wrong token is refused as fast for an
 // existing, cached instance as for a name that does not exist.
 func TestStrangersUnderTheRuntimeAPI(t *testing.T) {
-	const prefix, accessID = "erp-gateway/instances/", "erp-gateway/access"
-	sm := awstest.Start(t, false)
-	doc, data := fbtest.Access(t)
-	sm.Put(accessID, string(data))
-	sm.PutJSON(prefix+"acme", tenants.Instance{Config: fbtest.Demo(t)})
+	sm, doc, env := acmeInSecretsManager(t)
 	sm.Delay(15 * time.Millisecond)
-	env := []string{"GATEWAY_SECRET_PREFIX=" + prefix, "GATEWAY_ACCESS_SECRET=" + accessID}
-	for k, v := range sm.Env() {
-		env = append(env, k+"="+v)
-	}
 	api, srv := newRuntimeAPI(t)
 	startBootstrap(t, buildBootstrap(t, "executequery"), strings.TrimPrefix(srv.URL, "http://"), env...)
 

@@ -10,11 +10,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/erp-gateway/gateway/shared/awstest"
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/firebird"
-	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
 // TestEachOutcomeIsLoggedWithItsIdsAndMetrics runs the executequery binary
@@ -136,15 +134,7 @@ func checkReferences(t *testing.T, line map[string]any) {
 // its statement, and says so in its metrics; a repeat costs nothing of that;
 // another operation prepares its own statement; a refusal costs nothing.
 func TestSideCountersCountWhatEachRequestCost(t *testing.T) {
-	const prefix, accessID = "erp-gateway/instances/", "erp-gateway/access"
-	sm := awstest.Start(t, false)
-	doc, data := fbtest.Access(t)
-	sm.Put(accessID, string(data))
-	sm.PutJSON(prefix+"acme", tenants.Instance{Config: fbtest.Demo(t)})
-	env := []string{"GATEWAY_SECRET_PREFIX=" + prefix, "GATEWAY_ACCESS_SECRET=" + accessID}
-	for k, v := range sm.Env() {
-		env = append(env, k+"="+v)
-	}
+	sm, doc, env := acmeInSecretsManager(t)
 	api, srv := newRuntimeAPI(t)
 	_, cmd := startBootstrapCmd(t, buildBootstrap(t, "executequery"), strings.TrimPrefix(srv.URL, "http://"), env...)
 	logs := cmd.Stdout.(*lockedBuffer)
@@ -163,7 +153,7 @@ func TestSideCountersCountWhatEachRequestCost(t *testing.T) {
 	}
 	for i, tt := range tests {
 		id := fmt.Sprintf("cost-%d-%d", i, time.Now().UnixNano())
-		before := sm.Calls(prefix + "acme")
+		before := sm.Calls(secretsPrefix + "acme")
 		resp, res := api.invoke(restEvent(t, acme, tt.body, func(e *events.APIGatewayProxyRequest) {
 			e.RequestContext.RequestID = id
 			e.MultiValueHeaders["Authorization"] = []string{"Bearer " + tt.token}
@@ -176,7 +166,7 @@ func TestSideCountersCountWhatEachRequestCost(t *testing.T) {
 		if want := []any{tt.secrets, tt.opens, tt.prepares}; fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%s: secret fetches, connection opens, prepares = %v, want %v", tt.name, got, want)
 		}
-		if calls := sm.Calls(prefix+"acme") - before; float64(calls) != tt.secrets {
+		if calls := sm.Calls(secretsPrefix+"acme") - before; float64(calls) != tt.secrets {
 			t.Errorf("%s: Secrets Manager saw %d reads of the instance's secret, the metric says %v", tt.name, calls, tt.secrets)
 		}
 	}
