@@ -21,20 +21,20 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/fbtest"
-	"github.com/erp-gateway/gateway/shared/firebird"
 	"github.com/erp-gateway/gateway/shared/lambdafn"
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
 // inline is GATEWAY_INSTANCES_JSON for the test databases, with a
 // GATEWAY_ACCESS_JSON that lets every one of them in without a token.
-func inline(t testing.TB, extra map[string]firebird.Config) map[string]string {
+func inline(t testing.TB, extra map[string]erp.Connection) map[string]string {
 	t.Helper()
-	all := map[string]tenants.Instance{"demo": {Config: fbtest.Demo(t)}}
+	all := map[string]tenants.Instance{"demo": {Connection: fbtest.Demo(t)}}
 	names := []string{"demo"}
 	for k, v := range extra {
-		all[k] = tenants.Instance{Config: v}
+		all[k] = tenants.Instance{Connection: v}
 		names = append(names, k)
 	}
 	b, err := json.Marshal(all)
@@ -107,7 +107,7 @@ func TestFunctionsServeAPIGatewayEvents(t *testing.T) {
 	frozen := frozenListener(t)
 	frozenCfg := fbtest.Demo(t)
 	frozenCfg.Port = frozen
-	env := inline(t, map[string]firebird.Config{"frozen": frozenCfg})
+	env := inline(t, map[string]erp.Connection{"frozen": frozenCfg})
 	query := newFunction(t, catalog.ExecuteQuery, env)
 	exec := newFunction(t, catalog.Execute, env)
 	code := fmt.Sprintf("L%d", time.Now().UnixNano()%1e14)

@@ -28,7 +28,7 @@ func acmeInSecretsManager(t *testing.T) (*awstest.SecretsManager, *access.Docume
 	sm := awstest.Start(t, false)
 	doc, data := fbtest.Access(t)
 	sm.Put(accessID, string(data))
-	sm.PutJSON(secretsPrefix+"acme", tenants.Instance{Config: fbtest.Demo(t)})
+	sm.PutJSON(secretsPrefix+"acme", tenants.Instance{Connection: fbtest.Demo(t)})
 	env := []string{"GATEWAY_SECRET_PREFIX=" + secretsPrefix, "GATEWAY_ACCESS_SECRET=" + accessID}
 	for k, v := range sm.Env() {
 		env = append(env, k+"="+v)

@@ -11,8 +11,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/fbtest"
-	"github.com/erp-gateway/gateway/shared/firebird"
 )
 
 // TestEachOutcomeIsLoggedWithItsIdsAndMetrics runs the executequery binary
@@ -28,7 +28,7 @@ func TestEachOutcomeIsLoggedWithItsIdsAndMetrics(t *testing.T) {
 	}
 	frozen := fbtest.Demo(t)
 	frozen.Port = frozenListener(t)
-	env := inline(t, map[string]firebird.Config{"frozen": frozen})
+	env := inline(t, map[string]erp.Connection{"frozen": frozen})
 	env["GATEWAY_DB_TIMEOUT"] = "300ms"
 	api, srv := newRuntimeAPI(t)
 	_, cmd := startBootstrapCmd(t, buildBootstrap(t, "executequery"), strings.TrimPrefix(srv.URL, "http://"), environ(env)...)

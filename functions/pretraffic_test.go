@@ -30,7 +30,7 @@ func TestPreTrafficHook(t *testing.T) {
 	)
 	frozen := fbtest.Demo(t)
 	frozen.Port = frozenListener(t)
-	instances, err := json.Marshal(map[string]tenants.Instance{"demo": {Config: fbtest.Demo(t)}, "frozen": {Config: frozen}})
+	instances, err := json.Marshal(map[string]tenants.Instance{"demo": {Connection: fbtest.Demo(t)}, "frozen": {Connection: frozen}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/gateway"
 )
 
@@ -126,14 +127,14 @@ func TestTemplateGatewayResponsesUseTheCatalogCodes(t *testing.T) {
 	}
 	type answer struct {
 		status string // "" keeps API Gateway's own status
-		code   catalog.Code
+		code   erp.Code
 	}
 	want := map[string]answer{
-		"DEFAULT_4XX":     {"", catalog.CodeNotFound},
-		"DEFAULT_5XX":     {"", catalog.CodeUnavailable},
-		"THROTTLED":       {"429", catalog.CodeThrottled},
-		"QUOTA_EXCEEDED":  {"429", catalog.CodeThrottled},
-		"API_KEY_INVALID": {"403", catalog.CodeUnauthorized},
+		"DEFAULT_4XX":     {"", erp.CodeNotFound},
+		"DEFAULT_5XX":     {"", erp.CodeUnavailable},
+		"THROTTLED":       {"429", erp.CodeThrottled},
+		"QUOTA_EXCEEDED":  {"429", erp.CodeThrottled},
+		"API_KEY_INVALID": {"403", erp.CodeUnauthorized},
 	}
 	got := tpl.Resources.Api.Properties.GatewayResponses
 	if len(got) != len(want) {
@@ -341,11 +342,11 @@ func TestTemplateEdgeProtections(t *testing.T) {
 			tplSame(t, "blocked content type", tplAt(body, "ContentType"), "APPLICATION_JSON")
 			content, _ := tplAt(body, "Content").(string)
 			var answer struct {
-				Code    catalog.Code `json:"cod_error"`
-				Message string       `json:"ex_execsql"`
+				Code    erp.Code `json:"cod_error"`
+				Message string   `json:"ex_execsql"`
 			}
-			if err := json.Unmarshal([]byte(content), &answer); err != nil || answer.Code != catalog.CodeThrottled || answer.Message == "" {
-				t.Errorf("blocked body %q (%v), want cod_error %d and a message", content, err, catalog.CodeThrottled)
+			if err := json.Unmarshal([]byte(content), &answer); err != nil || answer.Code != erp.CodeThrottled || answer.Message == "" {
+				t.Errorf("blocked body %q (%v), want cod_error %d and a message", content, err, erp.CodeThrottled)
 			}
 			// One answer for "too many requests", whoever refuses.
 			tplSame(t, "blocked body", content, throttled)
@@ -840,7 +841,7 @@ func TestTemplateOperations(t *testing.T) {
 			query, _ := tplAt(metrics[0], "Expression", "Fn::Sub").(string)
 			for _, part := range []string{
 				`SELECT SUM(Requests) FROM SCHEMA("${MetricsNamespace}", Operation, Outcome)`,
-				"WHERE Outcome = '" + gateway.OutcomeUnavailable + "'",
+				"WHERE Outcome = '" + string(erp.OutcomeUnavailable) + "'",
 				// Both make it a multi-time-series alarm.
 				"GROUP BY Operation", "ORDER BY",
 			} {
@@ -883,8 +884,8 @@ func TestTemplateOperations(t *testing.T) {
 					t.Errorf("dashboard does not search %s by Operation and Outcome", metric)
 				}
 			}
-			for _, outcome := range []string{gateway.OutcomeOK, gateway.OutcomeRefusedByDB} {
-				if !strings.Contains(body, `Outcome=\"`+outcome+`\"`) {
+			for _, outcome := range []erp.Outcome{erp.OutcomeOK, erp.OutcomeRefusedByDB} {
+				if !strings.Contains(body, `Outcome=\"`+string(outcome)+`\"`) {
 					t.Errorf("dashboard latency panels miss outcome %s", outcome)
 				}
 			}

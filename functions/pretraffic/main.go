@@ -21,6 +21,7 @@ import (
 
 	"github.com/erp-gateway/gateway/shared/access"
 	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/gateway"
 	"github.com/erp-gateway/gateway/shared/lambdafn"
 	"github.com/erp-gateway/gateway/shared/pretraffic"
@@ -66,7 +67,7 @@ func newHook(ctx context.Context, getenv func(string) string, awsCfg aws.Config,
 		return nil, errors.New("GATEWAY_HOOK_TARGET: the ARN of the version to check is required")
 	}
 	instance := getenv("GATEWAY_HOOK_INSTANCE")
-	if instance != "" && !tenants.ValidName(instance) {
+	if instance != "" && !erp.ValidInstanceName(instance) {
 		return nil, fmt.Errorf("GATEWAY_HOOK_INSTANCE=%q is not an instance name", instance)
 	}
 	cat, err := lambdafn.Catalog(catalogB64, getenv)
@@ -80,7 +81,7 @@ func newHook(ctx context.Context, getenv func(string) string, awsCfg aws.Config,
 		if err != nil {
 			return "", err
 		}
-		doc, err := access.Parse(data, tenants.ValidName)
+		doc, err := access.Parse(data)
 		if err != nil {
 			return "", err
 		}

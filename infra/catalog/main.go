@@ -97,7 +97,7 @@ func doctor(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		procs, err := firebird.Describe(dctx, inst.Config, cat.Procedures())
+		procs, err := firebird.Describe(dctx, inst.Connection, cat.Procedures())
 		cancel()
 		if err != nil {
 			fmt.Fprintf(stdout, "%s: cannot read the database: %v\n", name, err)
@@ -147,7 +147,7 @@ func fromDB(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	db, err := sql.Open("firebirdsql", inst.Config.DSN())
+	db, err := sql.Open("firebirdsql", firebird.DSN(inst.Connection))
 	if err != nil {
 		return errors.New("cannot open the instance's database") // the error would quote the DSN
 	}

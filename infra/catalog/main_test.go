@@ -16,7 +16,7 @@ import (
 )
 
 func TestFromDBDraftsTheDemoProcedures(t *testing.T) {
-	data, err := json.Marshal(map[string]tenants.Instance{"demo": {Config: fbtest.Demo(t)}})
+	data, err := json.Marshal(map[string]tenants.Instance{"demo": {Connection: fbtest.Demo(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestCheckNamesEntryAndField(t *testing.T) {
 }
 
 func TestDoctorTranscript(t *testing.T) {
-	data, err := json.Marshal(map[string]tenants.Instance{"demo": {Config: fbtest.Demo(t)}})
+	data, err := json.Marshal(map[string]tenants.Instance{"demo": {Connection: fbtest.Demo(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func server(t *testing.T, cfg gateway.Config, edit func([]byte) []byte) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst.Config = fbtest.Demo(t)
+	inst.Connection = fbtest.Demo(t)
 	cat, err := catalog.LoadFile("../catalog.demo.json")
 	if err != nil {
 		t.Fatal(err)

@@ -29,6 +29,7 @@ import (
 
 	_ "github.com/nakagami/firebirdsql"
 
+	"github.com/erp-gateway/gateway/shared/firebird"
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
@@ -113,7 +114,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return fmt.Errorf("instance %s: %w", o.instance, err)
 	}
-	db, err := sql.Open("firebirdsql", inst.Config.DSN())
+	db, err := sql.Open("firebirdsql", firebird.DSN(inst.Connection))
 	if err != nil {
 		return fmt.Errorf("raw baseline: %w", err)
 	}
@@ -140,12 +141,12 @@ func run(ctx context.Context, o options) error {
 		// The raw baseline attaches as the gateway's user: only the
 		// gateway's own attachments may be left for the counts.
 		db.Close()
-		dsn, err := sysdbaDSN(inst.Config.DSN(), sysdbaPassword)
+		dsn, err := sysdbaDSN(firebird.DSN(inst.Connection), sysdbaPassword)
 		if err != nil {
 			return err
 		}
 		// Firebird keeps unquoted user names in upper case, and so does MON$USER.
-		if err := hygiene(ctx, o, newHTTPClient(mixedClients), base, dsn, strings.ToUpper(inst.Config.User)); err != nil {
+		if err := hygiene(ctx, o, newHTTPClient(mixedClients), base, dsn, strings.ToUpper(inst.Connection.User)); err != nil {
 			return err
 		}
 	}

@@ -39,7 +39,7 @@ func neighbour(ctx context.Context, o options, d time.Duration, clients int) err
 	}
 	defer hang.Close()
 	hanging := healthy
-	hanging.Config.Host, hanging.Config.Port = "127.0.0.1", hang.Addr().(*net.TCPAddr).Port
+	hanging.Connection.Host, hanging.Connection.Port = "127.0.0.1", hang.Addr().(*net.TCPAddr).Port
 
 	dir, err := os.MkdirTemp("", "neighbour")
 	if err != nil {
@@ -51,7 +51,7 @@ func neighbour(ctx context.Context, o options, d time.Duration, clients int) err
 		return err
 	}
 	accessDoc := []byte(`{"keys":{"load":"` + key + `"}}`)
-	doc, err := access.Parse(accessDoc, tenants.ValidName)
+	doc, err := access.Parse(accessDoc)
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -18,7 +17,7 @@ import (
 	"time"
 
 	"github.com/erp-gateway/gateway/shared/access"
-	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/firebird"
 	"github.com/erp-gateway/gateway/shared/gateway"
 	"github.com/erp-gateway/gateway/shared/tenants"
@@ -54,7 +53,7 @@ func run(addr, instancesPath, accessPath string, readTimeout time.Duration, maxR
 		return err
 	}
 	load := func(context.Context) ([]byte, error) { return os.ReadFile(accessPath) }
-	acc, err := access.Start(context.Background(), load, tenants.ValidName, 0, log)
+	acc, err := access.Start(context.Background(), load, 0, log)
 	if err != nil {
 		return fmt.Errorf("%s: %w", accessPath, err)
 	}
@@ -93,7 +92,7 @@ func run(addr, instancesPath, accessPath string, readTimeout time.Duration, maxR
 // answer, so a burst cannot queue without bound behind a slow database.
 func limit(h http.Handler, n int) http.Handler {
 	slots := make(chan struct{}, max(n, 1))
-	busy := fmt.Sprintf(`{"cod_error":%d,"ex_execsql":"too many requests; retry later"}`, catalog.CodeThrottled)
+	busy := gateway.RefusalBody(erp.CodeThrottled, "too many requests; retry later")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case slots <- struct{}{}:
@@ -104,8 +103,8 @@ func limit(h http.Handler, n int) http.Handler {
 			w.Header().Set("Cache-Control", "no-store")
 			w.Header().Set("Content-Length", strconv.Itoa(len(busy)))
 			w.Header().Set("Retry-After", "1")
-			w.WriteHeader(http.StatusTooManyRequests)
-			io.WriteString(w, busy) //nolint:errcheck // the client went away
+			w.WriteHeader(erp.CodeThrottled.Status())
+			w.Write(busy) //nolint:errcheck // the client went away
 		}
 	})
 }

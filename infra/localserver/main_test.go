@@ -36,7 +36,7 @@ func build(t *testing.T) string {
 
 func instancesFile(t *testing.T) string {
 	t.Helper()
-	data, err := json.Marshal(map[string]tenants.Instance{"demo": {Config: fbtest.Demo(t)}})
+	data, err := json.Marshal(map[string]tenants.Instance{"demo": {Connection: fbtest.Demo(t)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/erp-gateway/gateway/shared/access"
+	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
@@ -43,14 +44,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintf(out, "new key (add it under \"keys\" with an id of your choice, e.g. %q; it is a secret):\n%s\n", "2026-11", key)
 		return nil
 	}
-	if !tenants.ValidName(*instance) {
+	if !erp.ValidInstanceName(*instance) {
 		return errors.New("-instance: want the instance name (1 to 64 letters, digits, _ or -)")
 	}
 	data, err := load(ctx, *file, *secret)
 	if err != nil {
 		return err
 	}
-	doc, err := access.Parse(data, tenants.ValidName)
+	doc, err := access.Parse(data)
 	if err != nil {
 		return err
 	}

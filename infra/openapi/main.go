@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/firebird"
 	"github.com/erp-gateway/gateway/shared/openapi"
 	"github.com/erp-gateway/gateway/shared/tenants"
@@ -45,7 +46,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return fmt.Errorf("instance %s: %w", o.instance, err)
 	}
-	doc, err := document(ctx, o, inst.Config)
+	doc, err := document(ctx, o, inst.Connection)
 	if err != nil {
 		return err
 	}
@@ -58,7 +59,7 @@ func run(ctx context.Context, o options) error {
 
 // document is what run writes; the test that holds infra/openapi.json to
 // the catalog calls it with the test database.
-func document(ctx context.Context, o options, db firebird.Config) ([]byte, error) {
+func document(ctx context.Context, o options, db erp.Connection) ([]byte, error) {
 	cat, err := catalog.LoadFile(o.catalog)
 	if err != nil {
 		return nil, err

@@ -19,6 +19,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/erp-gateway/gateway/shared/erp"
 )
 
 // Token layout: erpgw_<key id>_<token id>_<mac>. The token id is 128 random
@@ -36,11 +38,7 @@ const (
 
 var (
 	validKeyID = regexp.MustCompile(`^[A-Za-z0-9-]{1,32}$`)
-	validID    = regexp.MustCompile(`^[0-9a-f]{32}$`)
 )
-
-// ValidTokenID reports whether s is a token id as tokens carry it.
-func ValidTokenID(s string) bool { return validID.MatchString(s) }
 
 // Document is the access document (README, "Tokens"). It is safe for
 // concurrent use: nothing changes it after Parse.
@@ -60,7 +58,7 @@ type documentJSON struct {
 }
 
 // Parse checks an access document. Its errors never quote a key.
-func Parse(data []byte, validInstance func(string) bool) (*Document, error) {
+func Parse(data []byte) (*Document, error) {
 	var raw documentJSON
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -95,7 +93,7 @@ func Parse(data []byte, validInstance func(string) bool) (*Document, error) {
 		return nil, fmt.Errorf("access document: mint_key %q is not one of the keys", d.mintKey)
 	}
 	for i, name := range raw.Anonymous {
-		if !validInstance(name) {
+		if !erp.ValidInstanceName(name) {
 			return nil, fmt.Errorf("access document: anonymous[%d] %q is not a valid instance name", i, name)
 		}
 		d.anonymous[name] = true
@@ -168,7 +166,7 @@ func mac(key []byte, instance, id string) []byte {
 func (d *Document) Verify(instance, token string) (id string, ok bool) {
 	rest, hasPrefix := strings.CutPrefix(token, prefix)
 	parts := strings.SplitN(rest, "_", 3)
-	if !hasPrefix || len(parts) != 3 || !validID.MatchString(parts[1]) || len(parts[2]) != macLen {
+	if !hasPrefix || len(parts) != 3 || !erp.ValidTokenID(parts[1]) || len(parts[2]) != macLen {
 		return "", false
 	}
 	key, known := d.keys[parts[0]]

@@ -12,8 +12,6 @@ import (
 	"time"
 )
 
-var validName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`).MatchString
-
 func document(t *testing.T, keys map[string]string, extra string) []byte {
 	t.Helper()
 	var b strings.Builder
@@ -41,7 +39,7 @@ func newKey(t *testing.T) string {
 
 func parse(t *testing.T, data []byte) *Document {
 	t.Helper()
-	d, err := Parse(data, validName)
+	d, err := Parse(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +112,7 @@ func TestParse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse([]byte(tt.doc), validName)
+			_, err := Parse([]byte(tt.doc))
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("got %v, want %q", err, tt.wantErr)
 			}
@@ -176,7 +174,7 @@ func TestCurrentRereads(t *testing.T) {
 		}
 		return *b, nil
 	}
-	c, err := Start(context.Background(), load, validName, 50*time.Millisecond, slog.New(slog.DiscardHandler))
+	c, err := Start(context.Background(), load, 50*time.Millisecond, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +208,7 @@ func TestCurrentRereads(t *testing.T) {
 	if _, ok := c.Authorize("acme", []string{"Bearer " + token}); !ok {
 		t.Fatal("a failed re-read dropped the document in force")
 	}
-	if _, err := Start(context.Background(), load, validName, time.Minute, slog.New(slog.DiscardHandler)); err == nil {
+	if _, err := Start(context.Background(), load, time.Minute, slog.New(slog.DiscardHandler)); err == nil {
 		t.Fatal("started without a document")
 	}
 }
@@ -218,7 +216,7 @@ func TestCurrentRereads(t *testing.T) {
 // BenchmarkVerify is what every request pays before any per-instance work.
 func BenchmarkVerify(b *testing.B) {
 	key, _ := NewKey()
-	d, _ := Parse([]byte(`{"keys":{"k":"`+key+`"}}`), validName)
+	d, _ := Parse([]byte(`{"keys":{"k":"` + key + `"}}`))
 	token, _, _ := d.Mint("acme", "")
 	for b.Loop() {
 		d.Verify("acme", token)

@@ -19,7 +19,6 @@ type Load func(ctx context.Context) ([]byte, error)
 // use.
 type Current struct {
 	load        Load
-	validName   func(string) bool
 	every       time.Duration
 	log         *slog.Logger
 	doc         atomic.Pointer[Document]
@@ -30,8 +29,8 @@ type Current struct {
 
 // Start reads the document once; it fails when that first read fails. every
 // <= 0 never reads it again (a local file).
-func Start(ctx context.Context, load Load, validName func(string) bool, every time.Duration, log *slog.Logger) (*Current, error) {
-	c := &Current{load: load, validName: validName, every: every, log: log, loadTimeout: 5 * time.Second}
+func Start(ctx context.Context, load Load, every time.Duration, log *slog.Logger) (*Current, error) {
+	c := &Current{load: load, every: every, log: log, loadTimeout: 5 * time.Second}
 	doc, err := c.read(ctx)
 	if err != nil {
 		return nil, err
@@ -53,7 +52,7 @@ func (c *Current) read(ctx context.Context) (*Document, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the access document: %w", err)
 	}
-	return Parse(data, c.validName)
+	return Parse(data)
 }
 
 // Document returns the document in force, and starts a re-read when it is

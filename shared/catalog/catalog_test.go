@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/erp-gateway/gateway/shared/erp"
 )
 
 func TestDefaultCatalogIsValid(t *testing.T) {
@@ -48,7 +50,7 @@ func TestParse(t *testing.T) {
 		name     string
 		endpoint Endpoint
 		body     string
-		code     Code // 0: accepted
+		code     erp.Code // 0: accepted
 		args     []any
 	}{
 		{"read", ExecuteQuery, `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`, 0, []any{"REF0001"}},
@@ -56,12 +58,12 @@ func TestParse(t *testing.T) {
 		{"20 accented letters fit 20 characters", ExecuteQuery, `{"CLAVE":"Get_Referencias","CODIGO":"ÁÉÍÓÚÑÜáéíóúñüÁÉÍÓÚÑ"}`, 0, []any{"ÁÉÍÓÚÑÜáéíóúñüÁÉÍÓÚÑ"}},
 		{"empty string stays empty", ExecuteQuery, `{"CLAVE":"Get_Gestion_Primario","TIPO":"FV","PREFIJO":"","NUMERO":"1"}`, 0, []any{"FV", "", "1"}},
 		{"optional null is SQL NULL", Execute, `{"CLAVE":"Set_Terceros","CODIGO":"1","DV":"1","NATURALEZA":"N","RAZON_COMERCIAL":"x","DIRECCION":"x","CODIDENTIDAD":"CC","CODSOCIEDAD":"PN","CODPAIS":"CO","CODMUNICIPIO":"05001","NOM1":null}`, 0, nil},
-		{"array", ExecuteQuery, `[{"CLAVE":"Get_Terceros"}]`, CodeNotObject, nil},
-		{"21 characters", ExecuteQuery, `{"CLAVE":"Get_Referencias","CODIGO":"ÁÉÍÓÚÑÜáéíóúñüÁÉÍÓÚÑx"}`, CodeParamTooLong, nil},
-		{"escaped NUL", ExecuteQuery, `{"CLAVE":"Get_Referencias","CODIGO":"a\u0000b"}`, CodeParamInvalid, nil},
-		{"lone surrogate", ExecuteQuery, `{"CLAVE":"Get_Referencias","CODIGO":"\ud800"}`, CodeParamInvalid, nil},
-		{"required null", ExecuteQuery, `{"CLAVE":"Get_Referencias","CODIGO":null}`, CodeParamMissing, nil},
-		{"CLAVE is case sensitive", ExecuteQuery, `{"CLAVE":"get_referencias","CODIGO":"1"}`, CodeClaveUnknown, nil},
+		{"array", ExecuteQuery, `[{"CLAVE":"Get_Terceros"}]`, erp.CodeNotObject, nil},
+		{"21 characters", ExecuteQuery, `{"CLAVE":"Get_Referencias","CODIGO":"ÁÉÍÓÚÑÜáéíóúñüÁÉÍÓÚÑx"}`, erp.CodeParamTooLong, nil},
+		{"escaped NUL", ExecuteQuery, `{"CLAVE":"Get_Referencias","CODIGO":"a\u0000b"}`, erp.CodeParamInvalid, nil},
+		{"lone surrogate", ExecuteQuery, `{"CLAVE":"Get_Referencias","CODIGO":"\ud800"}`, erp.CodeParamInvalid, nil},
+		{"required null", ExecuteQuery, `{"CLAVE":"Get_Referencias","CODIGO":null}`, erp.CodeParamMissing, nil},
+		{"CLAVE is case sensitive", ExecuteQuery, `{"CLAVE":"get_referencias","CODIGO":"1"}`, erp.CodeClaveUnknown, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,7 +98,7 @@ func TestReadBackArgsFollowTheWrite(t *testing.T) {
 
 func TestMessagesNameTheProblem(t *testing.T) {
 	_, err := Default().Parse(ExecuteQuery, []byte(`{"CLAVE":"Get_Referencias","CODIGO":"1","CODGO":"2","X":1}`))
-	if err == nil || err.Code != CodeUnknownField || !strings.Contains(err.Message, `"CODGO", "X"`) {
+	if err == nil || err.Code != erp.CodeUnknownField || !strings.Contains(err.Message, `"CODGO", "X"`) {
 		t.Fatalf("got %v", err)
 	}
 }

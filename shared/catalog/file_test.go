@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -146,7 +147,7 @@ func TestTypedParameters(t *testing.T) {
 	tests := []struct {
 		name   string
 		fields string
-		code   Code
+		code   erp.Code
 		args   []any
 	}{
 		{"the original's dates and NA", `"FECHA_":"22.11.2026","ISO":"NA","N":"NA","PRECIO":"","REF_":"NA"`, 0, []any{day, nil, nil, nil, nil, "NA"}},
@@ -155,20 +156,20 @@ func TestTypedParameters(t *testing.T) {
 		{"decimal as a JSON number with exponent", `"FECHA_":"22.11.2026","PRECIO":1.5e2`, 0, []any{day, nil, nil, nil, "150", nil}},
 		{"negative zero", `"FECHA_":"22.11.2026","PRECIO":"-0.00"`, 0, []any{day, nil, nil, nil, "0", nil}},
 		{"leap day", `"FECHA_":"29.02.2028"`, 0, []any{time.Date(2028, 2, 29, 0, 0, 0, 0, time.UTC), nil, nil, nil, nil, nil}},
-		{"no 29 February in 2026", `"FECHA_":"29.02.2026"`, CodeParamFormat, nil},
-		{"one-digit day", `"FECHA_":"1.11.2026"`, CodeParamFormat, nil},
-		{"ISO where DD.MM.YYYY is named", `"FECHA_":"2026-11-22"`, CodeParamFormat, nil},
-		{"a date is a string", `"FECHA_":20261122`, CodeParamNotString, nil},
-		{"required date given as NA", `"FECHA_":"NA"`, CodeParamMissing, nil},
-		{"required date empty", `"FECHA_":""`, CodeParamMissing, nil},
-		{"SMALLINT overflow", `"FECHA_":"22.11.2026","N":"32768"`, CodeParamFormat, nil},
-		{"integer with decimals", `"FECHA_":"22.11.2026","N":1.0`, CodeParamFormat, nil},
-		{"too many decimals", `"FECHA_":"22.11.2026","PRECIO":"1.005"`, CodeParamFormat, nil},
-		{"too many digits", `"FECHA_":"22.11.2026","PRECIO":"12345"`, CodeParamFormat, nil},
-		{"decimal comma", `"FECHA_":"22.11.2026","PRECIO":"1,5"`, CodeParamFormat, nil},
-		{"two signs", `"FECHA_":"22.11.2026","PRECIO":"+-1"`, CodeParamFormat, nil},
-		{"a number is not text", `"FECHA_":"22.11.2026","REF_":12`, CodeParamNotString, nil},
-		{"a boolean is not a number", `"FECHA_":"22.11.2026","N":true`, CodeParamNotString, nil},
+		{"no 29 February in 2026", `"FECHA_":"29.02.2026"`, erp.CodeParamFormat, nil},
+		{"one-digit day", `"FECHA_":"1.11.2026"`, erp.CodeParamFormat, nil},
+		{"ISO where DD.MM.YYYY is named", `"FECHA_":"2026-11-22"`, erp.CodeParamFormat, nil},
+		{"a date is a string", `"FECHA_":20261122`, erp.CodeParamNotString, nil},
+		{"required date given as NA", `"FECHA_":"NA"`, erp.CodeParamMissing, nil},
+		{"required date empty", `"FECHA_":""`, erp.CodeParamMissing, nil},
+		{"SMALLINT overflow", `"FECHA_":"22.11.2026","N":"32768"`, erp.CodeParamFormat, nil},
+		{"integer with decimals", `"FECHA_":"22.11.2026","N":1.0`, erp.CodeParamFormat, nil},
+		{"too many decimals", `"FECHA_":"22.11.2026","PRECIO":"1.005"`, erp.CodeParamFormat, nil},
+		{"too many digits", `"FECHA_":"22.11.2026","PRECIO":"12345"`, erp.CodeParamFormat, nil},
+		{"decimal comma", `"FECHA_":"22.11.2026","PRECIO":"1,5"`, erp.CodeParamFormat, nil},
+		{"two signs", `"FECHA_":"22.11.2026","PRECIO":"+-1"`, erp.CodeParamFormat, nil},
+		{"a number is not text", `"FECHA_":"22.11.2026","REF_":12`, erp.CodeParamNotString, nil},
+		{"a boolean is not a number", `"FECHA_":"22.11.2026","N":true`, erp.CodeParamNotString, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -196,6 +197,9 @@ func TestRefusalMessagesOfTypedParameters(t *testing.T) {
 	}
 	tests := map[string]string{
 		`{"CLAVE":"Get_Inventario_Precio","FECHA_CORTE_":"2026-11-22"}`:                      "FECHA_CORTE_ must be a date written DD.MM.YYYY, e.g. 22.11.2026",
+		`{"CLAVE":"Get_Inventario_Precio","FECHA_CORTE_":"31.02.2026"}`:                      "FECHA_CORTE_ is written DD.MM.YYYY but 31.02.2026 is not a day of the calendar",
+		`{"CLAVE":"Get_Inventario_Precio","FECHA_CORTE_":"01.13.2026"}`:                      "FECHA_CORTE_ is written DD.MM.YYYY but 01.13.2026 is not a day of the calendar",
+		`{"CLAVE":"Get_Inventario_Precio","FECHA_CORTE_":"1.1.2026"}`:                        "FECHA_CORTE_ must be a date written DD.MM.YYYY, e.g. 22.11.2026",
 		`{"CLAVE":"Set_Precio","REFERENCIA_":"R","FECHA_":"22.11.2026","PRECIO_":"1.23456"}`: "PRECIO_ must be a number with at most 14 digits before the decimal point and 4 after it (NUMERIC(18,4)), written with a point: more than 4 decimals",
 	}
 	for body, want := range tests {
@@ -203,9 +207,13 @@ func TestRefusalMessagesOfTypedParameters(t *testing.T) {
 		if strings.Contains(body, "Set_") {
 			endpoint = Execute
 		}
-		_, refused := c.Parse(endpoint, []byte(body))
+		call, refused := c.Parse(endpoint, []byte(body))
 		if refused == nil || refused.Message != want {
 			t.Errorf("%s: got %v, want %q", body, refused, want)
+		}
+		// The request's log line names the operation it was refused for.
+		if call.Op == nil || !strings.Contains(body, `"`+call.Op.Clave+`"`) {
+			t.Errorf("%s: the refusal carries the operation %v", body, call.Op)
 		}
 	}
 }

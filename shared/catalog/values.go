@@ -68,8 +68,13 @@ func (p Param) value(s string) (any, error) {
 	case Date:
 		layout, _ := dateLayout(p.Format) // checked by New
 		t, err := time.Parse(layout, s)
-		if err != nil || t.Year() < 1 {
+		switch {
+		case !sameShape(s, p.Example()):
 			return nil, fmt.Errorf("%s must be a date written %s, e.g. %s", p.Name, p.Format, p.Example())
+		case err != nil || t.Year() < 1:
+			// Written as asked, so the writer needs to hear what is wrong
+			// with the date itself, not its form.
+			return nil, fmt.Errorf("%s is written %s but %s is not a day of the calendar", p.Name, p.Format, s)
 		}
 		return t, nil
 	case Integer:
@@ -87,6 +92,23 @@ func (p Param) value(s string) (any, error) {
 	}
 	return s, nil
 }
+
+// sameShape reports whether s has digits where example has them and the
+// same other characters elsewhere.
+func sameShape(s, example string) bool {
+	if len(s) != len(example) {
+		return false
+	}
+	for i := range len(s) {
+		a, b := s[i], example[i]
+		if isDigit(a) != isDigit(b) || !isDigit(a) && a != b {
+			return false
+		}
+	}
+	return true
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 var errNotNumber = errors.New("not a number")
 

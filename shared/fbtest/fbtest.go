@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/erp-gateway/gateway/shared/access"
+	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/firebird"
-	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
 func env(t testing.TB, name string) string {
@@ -30,8 +30,8 @@ func env(t testing.TB, name string) string {
 	return v
 }
 
-func config(t testing.TB, dbVar string) firebird.Config {
-	return firebird.Config{
+func config(t testing.TB, dbVar string) erp.Connection {
+	return erp.Connection{
 		Host:     env(t, "FB_TEST_HOST"),
 		Port:     3050,
 		Database: env(t, dbVar),
@@ -41,17 +41,17 @@ func config(t testing.TB, dbVar string) firebird.Config {
 }
 
 // Demo is the demo ERP (UTF8, REST_ERROR number 16) as the gateway's user.
-func Demo(t testing.TB) firebird.Config { return config(t, "FB_TEST_DEMO_DB") }
+func Demo(t testing.TB) erp.Connection { return config(t, "FB_TEST_DEMO_DB") }
 
 // Other is the other ERP (WIN1252, REST_ERROR number 19, other data).
-func Other(t testing.TB) firebird.Config {
+func Other(t testing.TB) erp.Connection {
 	c := config(t, "FB_TEST_OTHER_DB")
 	c.Charset = "UTF8" // the connection's character set; the database's is WIN1252
 	return c
 }
 
 // Admin is cfg as SYSDBA, for checking database state and monitoring tables.
-func Admin(t testing.TB, cfg firebird.Config) firebird.Config {
+func Admin(t testing.TB, cfg erp.Connection) erp.Connection {
 	cfg.User = "SYSDBA"
 	cfg.Password = env(t, "FB_TEST_SYSDBA_PASSWORD")
 	return cfg
@@ -59,9 +59,9 @@ func Admin(t testing.TB, cfg firebird.Config) firebird.Config {
 
 // Open opens a raw driver pool, closed when the test ends, and checks that the
 // server answers.
-func Open(t testing.TB, cfg firebird.Config) *sql.DB {
+func Open(t testing.TB, cfg erp.Connection) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("firebirdsql", cfg.DSN())
+	db, err := sql.Open("firebirdsql", firebird.DSN(cfg))
 	if err != nil {
 		t.Fatalf("open %s: %v", cfg, err)
 	}
@@ -86,7 +86,7 @@ func Access(t testing.TB, anonymous ...string) (*access.Document, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := access.Parse(data, tenants.ValidName)
+	doc, err := access.Parse(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func DemoAccess(t testing.TB, root string) *access.Current {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := access.Parse(data, tenants.ValidName)
+	doc, err := access.Parse(data)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/record"
 )
 
@@ -39,7 +40,7 @@ const (
 // Read runs a selectable procedure in a read-only transaction and encodes
 // its rows into out. An error of out's limits (record.ErrTooManyRows,
 // record.ErrTooLarge) stops the fetch and is returned as it is.
-func (p *Pools) Read(ctx context.Context, t Target, procedure string, args []any, out *record.Encoder) error {
+func (p *Pools) Read(ctx context.Context, t erp.Target, procedure string, args []any, out *record.Encoder) error {
 	query := selectSQL(procedure, len(args))
 	return p.do(ctx, t, false, out, func(ctx context.Context, s *session) error {
 		return s.query(ctx, query, args, out)
@@ -49,7 +50,7 @@ func (p *Pools) Read(ctx context.Context, t Target, procedure string, args []any
 // Write runs an executable procedure and then the read-back procedure in one
 // read-write transaction, encodes the read-back's rows into out, and commits
 // only when both succeeded and the rows fit out's limits.
-func (p *Pools) Write(ctx context.Context, t Target, procedure string, args []any, readBack string, readArgs []any, out *record.Encoder) error {
+func (p *Pools) Write(ctx context.Context, t erp.Target, procedure string, args []any, readBack string, readArgs []any, out *record.Encoder) error {
 	exec, query := executeSQL(procedure, len(args)), selectSQL(readBack, len(readArgs))
 	return p.do(ctx, t, true, out, func(ctx context.Context, s *session) error {
 		if err := s.exec(ctx, exec, args); err != nil {
@@ -63,7 +64,7 @@ func (p *Pools) Write(ctx context.Context, t Target, procedure string, args []an
 // that finds its connection dead before a commit was sent is retried once on
 // a fresh pool: nothing of it can have been committed. A call abandoned at
 // its deadline is never retried, so out has one writer at a time.
-func (p *Pools) do(ctx context.Context, t Target, write bool, out *record.Encoder, body func(context.Context, *session) error) error {
+func (p *Pools) do(ctx context.Context, t erp.Target, write bool, out *record.Encoder, body func(context.Context, *session) error) error {
 	for attempt := 0; ; attempt++ {
 		cur, err := p.get(t)
 		if err != nil {
@@ -274,7 +275,7 @@ func (s *session) prepare(ctx context.Context, query string) (*stmt, error) {
 // constraint) or an answer over its limits, and drops it after anything
 // else, so it is prepared anew.
 func (s *session) failed(ctx context.Context, query string, err error) error {
-	var exc *Exception
+	var exc *erp.Exception
 	if overLimit(err) || errors.As(classify(ctx, executing, err), &exc) {
 		return err
 	}

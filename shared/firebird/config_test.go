@@ -1,18 +1,16 @@
 package firebird
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
-	"log/slog"
 	"net/url"
-	"strings"
 	"testing"
+
+	"github.com/erp-gateway/gateway/shared/erp"
 )
 
 func TestDSNCarriesAwkwardPasswords(t *testing.T) {
-	c := Config{Host: "db.example", Database: "/data/erp.fdb", User: "GATEWAY", Password: "p@ss:w/rd?#&%", Role: "R"}
-	u, err := url.Parse(c.DSN())
+	c := erp.Connection{Host: "db.example", Database: "/data/erp.fdb", User: "GATEWAY", Password: "p@ss:w/rd?#&%", Role: "R"}
+	u, err := url.Parse(DSN(c))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +26,7 @@ func TestDSNCarriesAwkwardPasswords(t *testing.T) {
 }
 
 func TestDSNOptions(t *testing.T) {
-	base := Config{Host: "h", Database: "/d.fdb", User: "u"}
+	base := erp.Connection{Host: "h", Database: "/d.fdb", User: "u"}
 	tests := []struct {
 		name string
 		doc  string // the instance document's connection settings beyond base
@@ -53,7 +51,7 @@ func TestDSNOptions(t *testing.T) {
 			if err := c.Check(); err != nil {
 				t.Fatal(err)
 			}
-			u, err := url.Parse(c.DSN())
+			u, err := url.Parse(DSN(c))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,40 +61,5 @@ func TestDSNOptions(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestCheckRefuses(t *testing.T) {
-	tests := []struct{ name, doc, problem string }{
-		{"no host", `{"database":"d","user":"u"}`, "host is required"},
-		{"unknown wire_crypt", `{"host":"h","database":"d","user":"u","wire_crypt":"maybe"}`, "wire_crypt must be"},
-		{"wire_crypt a number", `{"host":"h","database":"d","user":"u","wire_crypt":1}`, "wire_crypt must be"},
-		{"unknown plugin", `{"host":"h","database":"d","user":"u","auth_plugin":"Win_Sspi"}`, "auth_plugin must be"},
-		{"legacy auth not listed", `{"host":"h","database":"d","user":"u","auth_plugin":"Legacy_Auth"}`, "not in auth_plugin_list"},
-		{"unknown plugin listed", `{"host":"h","database":"d","user":"u","auth_plugin_list":"Srp256,Foo"}`, "auth_plugin_list may hold only"},
-		{"unknown zone", `{"host":"h","database":"d","user":"u","timezone":"Mars/Olympus"}`, "timezone must be"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var c Config
-			err := json.Unmarshal([]byte(tt.doc), &c)
-			if err == nil {
-				err = c.Check()
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.problem) {
-				t.Fatalf("got %v, want %q", err, tt.problem)
-			}
-		})
-	}
-}
-
-func TestConfigNeverPrintsThePassword(t *testing.T) {
-	c := Config{Host: "h", Database: "d", User: "u", Password: "hunter2"}
-	var logs bytes.Buffer
-	slog.New(slog.NewJSONHandler(&logs, nil)).Info("x", "cfg", c)
-	for _, s := range []string{fmt.Sprint(c), fmt.Sprintf("%+v", c), c.String(), logs.String()} {
-		if strings.Contains(s, "hunter2") {
-			t.Fatalf("password in %q", s)
-		}
 	}
 }

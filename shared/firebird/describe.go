@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/tally"
 )
 
@@ -16,10 +17,10 @@ import (
 // own, closed before it returns: it runs rarely (the doctor, the health
 // check, after a call the database could not run) and must not disturb the
 // pools' connections and their prepared statements.
-func Describe(ctx context.Context, cfg Config, names []string) (map[string]catalog.Procedure, error) {
-	db, err := sql.Open("firebirdsql", cfg.DSN())
+func Describe(ctx context.Context, cfg erp.Connection, names []string) (map[string]catalog.Procedure, error) {
+	db, err := sql.Open("firebirdsql", DSN(cfg))
 	if err != nil {
-		return nil, fmt.Errorf("%w: the connection settings cannot be used", ErrUnavailable)
+		return nil, fmt.Errorf("%w: the connection settings cannot be used", erp.ErrUnavailable)
 	}
 	// The driver's close waits on the server (up to its own 10 s): never
 	// in the caller's time.
@@ -160,6 +161,6 @@ func parameters(ctx context.Context, tx *sql.Tx, name string) (inputs, outputs [
 }
 
 // Describe is the package's Describe for an instance the pools serve.
-func (p *Pools) Describe(ctx context.Context, t Target, names []string) (map[string]catalog.Procedure, error) {
-	return Describe(ctx, t.Config, names)
+func (p *Pools) Describe(ctx context.Context, t erp.Target, names []string) (map[string]catalog.Procedure, error) {
+	return Describe(ctx, t.Connection, names)
 }

@@ -8,35 +8,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/nakagami/firebirdsql"
 )
-
-// Exception is the database's own refusal of a call: a user exception raised
-// by the procedure, a constraint violation, a lock conflict. Lines is the
-// database's text, one line per status-vector entry.
-type Exception struct {
-	Lines []string
-}
-
-func (e *Exception) Error() string { return strings.Join(e.Lines, "\n") }
-
-// ErrUnavailable means the database could not serve the call: unreachable,
-// shut down, refusing the credentials, out of time, or unable to prepare it.
-// Nothing of the call was committed. The wrapped cause is for logs.
-var ErrUnavailable = errors.New("database unavailable")
-
-// ErrCredentials is an ErrUnavailable where the server refused the user or
-// password, so fresher settings may help.
-var ErrCredentials = fmt.Errorf("%w: credentials refused", ErrUnavailable)
-
-// ErrCannotRun is an ErrUnavailable where the database answered but cannot
-// run the call as the catalog states it: the procedure is missing, has
-// another signature, or may not be executed by the gateway's user.
-var ErrCannotRun = fmt.Errorf("%w: the database cannot run the call", ErrUnavailable)
-
-// ErrOutcomeUnknown means a write's commit was sent and never answered: it
-// may or may not have been committed.
-var ErrOutcomeUnknown = errors.New("the outcome of the write is unknown")
 
 // Status-vector codes of a connection the server closed or lost: a fresh
 // connection may succeed.
@@ -72,8 +46,8 @@ func connectionLost(ctx context.Context, err error) bool {
 	return hasCode(fb, lostConnectionCodes)
 }
 
-// classify turns a call's failure into an *Exception, an ErrUnavailable or an
-// ErrOutcomeUnknown, by how far the call got. Only the database's answer to
+// classify turns a call's failure into an *erp.Exception, an erp.ErrUnavailable or an
+// erp.ErrOutcomeUnknown, by how far the call got. Only the database's answer to
 // the call itself passes through as an Exception: whatever fails while
 // connecting or preparing is the deployment's problem, not the request's,
 // and its text (file paths, host names) stays in the logs.
@@ -84,23 +58,23 @@ func classify(ctx context.Context, at phase, err error) error {
 	switch {
 	case errors.As(err, &badURL):
 		// Its text would quote the connection string, password included.
-		return fmt.Errorf("%w: the connection settings cannot be parsed", ErrUnavailable)
+		return fmt.Errorf("%w: the connection settings cannot be parsed", erp.ErrUnavailable)
 	case isFB && (slices.Contains(fb.GDSCodes, firebirdsql.ISCLogin) || slices.Contains(fb.GDSCodes, firebirdsql.ISCLoginError)):
-		return fmt.Errorf("%w (gds %v)", ErrCredentials, fb.GDSCodes)
+		return fmt.Errorf("%w (gds %v)", erp.ErrCredentials, fb.GDSCodes)
 	case at == committing && (!isFB || ctx.Err() != nil || hasCode(fb, lostConnectionCodes)):
-		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+		return fmt.Errorf("%w: %w", erp.ErrOutcomeUnknown, err)
 	case ctx.Err() != nil:
-		return fmt.Errorf("%w: %w", ErrUnavailable, ctx.Err())
+		return fmt.Errorf("%w: %w", erp.ErrUnavailable, ctx.Err())
 	case !isFB:
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", erp.ErrUnavailable, err)
 	case hasCode(fb, lostConnectionCodes) || hasCode(fb, unavailableCodes):
-		return fmt.Errorf("%w: gds %v: %s", ErrUnavailable, fb.GDSCodes, oneLine(fb.Message))
+		return fmt.Errorf("%w: gds %v: %s", erp.ErrUnavailable, fb.GDSCodes, oneLine(fb.Message))
 	case at == preparing:
-		return fmt.Errorf("%w: gds %v: %s", ErrCannotRun, fb.GDSCodes, oneLine(fb.Message))
+		return fmt.Errorf("%w: gds %v: %s", erp.ErrCannotRun, fb.GDSCodes, oneLine(fb.Message))
 	case at == connecting:
-		return fmt.Errorf("%w: gds %v: %s", ErrUnavailable, fb.GDSCodes, oneLine(fb.Message))
+		return fmt.Errorf("%w: gds %v: %s", erp.ErrUnavailable, fb.GDSCodes, oneLine(fb.Message))
 	}
-	return &Exception{Lines: exceptionLines(fb)}
+	return &erp.Exception{Lines: exceptionLines(fb)}
 }
 
 // exceptionLines is the text of the status vector, one entry a line. For a

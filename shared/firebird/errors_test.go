@@ -7,6 +7,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/nakagami/firebirdsql"
 )
 
@@ -23,25 +24,25 @@ func TestClassifyByHowFarTheCallGot(t *testing.T) {
 		ctx  context.Context
 		at   phase
 		err  error
-		want error // nil: an *Exception
+		want error // nil: an *erp.Exception
 	}{
 		{"user exception while executing", context.Background(), executing, userException, nil},
 		{"unique key while executing", context.Background(), executing, fb(firebirdsql.ISCUniqueKeyViolation), nil},
-		{"wrong file while connecting", context.Background(), connecting, fb(firebirdsql.ISCIoError), ErrUnavailable},
-		{"any status while connecting", context.Background(), connecting, fb(335544472 + 1000), ErrUnavailable},
-		{"missing procedure while preparing", context.Background(), preparing, fb(firebirdsql.ISCDsqlError), ErrCannotRun},
-		{"wrong password", context.Background(), connecting, fb(firebirdsql.ISCLogin), ErrCredentials},
-		{"connection lost while executing", context.Background(), executing, io.EOF, ErrUnavailable},
-		{"deadline while executing", done, executing, driver.ErrBadConn, ErrUnavailable},
-		{"connection lost while committing", context.Background(), committing, io.EOF, ErrOutcomeUnknown},
-		{"deadline while committing", done, committing, driver.ErrBadConn, ErrOutcomeUnknown},
-		{"shutdown while committing", context.Background(), committing, fb(firebirdsql.ISCAttShutdown), ErrOutcomeUnknown},
+		{"wrong file while connecting", context.Background(), connecting, fb(firebirdsql.ISCIoError), erp.ErrUnavailable},
+		{"any status while connecting", context.Background(), connecting, fb(335544472 + 1000), erp.ErrUnavailable},
+		{"missing procedure while preparing", context.Background(), preparing, fb(firebirdsql.ISCDsqlError), erp.ErrCannotRun},
+		{"wrong password", context.Background(), connecting, fb(firebirdsql.ISCLogin), erp.ErrCredentials},
+		{"connection lost while executing", context.Background(), executing, io.EOF, erp.ErrUnavailable},
+		{"deadline while executing", done, executing, driver.ErrBadConn, erp.ErrUnavailable},
+		{"connection lost while committing", context.Background(), committing, io.EOF, erp.ErrOutcomeUnknown},
+		{"deadline while committing", done, committing, driver.ErrBadConn, erp.ErrOutcomeUnknown},
+		{"shutdown while committing", context.Background(), committing, fb(firebirdsql.ISCAttShutdown), erp.ErrOutcomeUnknown},
 		{"refusal of the commit", context.Background(), committing, fb(firebirdsql.ISCUniqueKeyViolation), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := classify(tt.ctx, tt.at, tt.err)
-			var exc *Exception
+			var exc *erp.Exception
 			switch {
 			case tt.want == nil && !errors.As(got, &exc):
 				t.Fatalf("got %v, want the database's exception", got)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/erp-gateway/gateway/shared/erp"
 )
 
 // Options tune every instance's pool; zero values take the defaults.
@@ -66,12 +68,6 @@ func OptionsFromEnv(getenv func(string) string) (Options, error) {
 	return o, nil
 }
 
-// Target is an instance and how to reach its database.
-type Target struct {
-	Instance string
-	Config   Config
-}
-
 // Pools keeps one connection pool per instance, reused across requests. A
 // pool is replaced when the instance's settings change or its connections
 // turn out dead. Pools is safe for concurrent use.
@@ -82,7 +78,7 @@ type Pools struct {
 }
 
 type pool struct {
-	cfg Config
+	cfg erp.Connection
 	db  *sql.DB
 }
 
@@ -91,26 +87,26 @@ func NewPools(opts Options) *Pools {
 	return &Pools{opts: opts.withDefaults(), pools: make(map[string]*pool)}
 }
 
-func (p *Pools) get(t Target) (*pool, error) {
+func (p *Pools) get(t erp.Target) (*pool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if cur, ok := p.pools[t.Instance]; ok {
-		if cur.cfg == t.Config {
+		if cur.cfg == t.Connection {
 			return cur, nil
 		}
 		go cur.db.Close()
 	}
-	c, err := newConnector(t.Config.DSN(), p.opts.MaxStatements)
+	c, err := newConnector(DSN(t.Connection), p.opts.MaxStatements)
 	if err != nil {
 		// Its text would quote the connection string, password included.
-		return nil, fmt.Errorf("%w: the connection settings cannot be used", ErrUnavailable)
+		return nil, fmt.Errorf("%w: the connection settings cannot be used", erp.ErrUnavailable)
 	}
 	db := sql.OpenDB(c)
 	db.SetMaxOpenConns(p.opts.MaxConns)
 	db.SetMaxIdleConns(p.opts.MaxConns)
 	db.SetConnMaxLifetime(p.opts.StmtMaxAge)
 	db.SetConnMaxIdleTime(p.opts.ConnMaxIdle)
-	cur := &pool{cfg: t.Config, db: db}
+	cur := &pool{cfg: t.Connection, db: db}
 	p.pools[t.Instance] = cur
 	return cur, nil
 }

@@ -30,8 +30,8 @@ func (c *countingInstances) Lookup(ctx context.Context, name string) (tenants.In
 
 func TestAccessControl(t *testing.T) {
 	e := newEnv(t, gateway.Config{}, map[string]any{
-		"a":      tenants.Instance{Config: fbtest.Demo(t)},
-		"b":      tenants.Instance{Config: fbtest.Other(t)},
+		"a":      tenants.Instance{Connection: fbtest.Demo(t)},
+		"b":      tenants.Instance{Connection: fbtest.Other(t)},
 		"legacy": anonymous(fbtest.Demo(t)),
 	})
 	tokenA, tokenB := fbtest.Token(t, e.acc, "a"), fbtest.Token(t, e.acc, "b")
@@ -43,10 +43,10 @@ func TestAccessControl(t *testing.T) {
 	// Instance r revokes one of its two tokens; the id is pasted in upper
 	// case, and still revokes.
 	docs, err := json.Marshal(map[string]tenants.Instance{
-		"a":      {Config: fbtest.Demo(t)},
-		"b":      {Config: fbtest.Other(t)},
-		"r":      {Config: fbtest.Demo(t), RevokedTokens: []string{strings.ToUpper(revokedID)}},
-		"legacy": {Config: fbtest.Demo(t)},
+		"a":      {Connection: fbtest.Demo(t)},
+		"b":      {Connection: fbtest.Other(t)},
+		"r":      {Connection: fbtest.Demo(t), RevokedTokens: []string{strings.ToUpper(revokedID)}},
+		"legacy": {Connection: fbtest.Demo(t)},
 	})
 	if err != nil {
 		t.Fatal(err)

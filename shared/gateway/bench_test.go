@@ -52,7 +52,7 @@ func BenchmarkGetReferencias(b *testing.B) {
 		})
 	}
 	b.Run("handler", func(b *testing.B) {
-		e := newEnv(b, gateway.Config{}, map[string]any{"demo": tenants.Instance{Config: fbtest.Demo(b)}})
+		e := newEnv(b, gateway.Config{}, map[string]any{"demo": tenants.Instance{Connection: fbtest.Demo(b)}})
 		token := fbtest.Token(b, e.acc, "demo")
 		// As in production, one JSON line per request; written nowhere, so
 		// the benchmark does not measure a growing in-memory log.

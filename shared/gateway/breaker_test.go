@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/gateway"
 )
@@ -33,7 +33,7 @@ func TestBreakerPausesAHangingInstanceOnly(t *testing.T) {
 		r := e.post(t, path(instance, "executequery"), read)
 		return answer{r, r.Header.Get("Retry-After"), time.Since(start)}
 	}
-	expect := func(what string, a answer, status int, code catalog.Code) {
+	expect := func(what string, a answer, status int, code erp.Code) {
 		t.Helper()
 		if a.Status != status || (code != 0 && (a.Body.CodError == nil || *a.Body.CodError != int(code))) {
 			t.Fatalf("%s: %d %s", what, a.Status, a.Raw)
@@ -44,12 +44,12 @@ func TestBreakerPausesAHangingInstanceOnly(t *testing.T) {
 	proxy.hang(true)
 	for i := range 3 {
 		a := send("a")
-		expect("a, hanging", a, 503, catalog.CodeUnavailable)
+		expect("a, hanging", a, 503, erp.CodeUnavailable)
 		t.Logf("hanging call %d: %s", i+1, a.took.Round(time.Millisecond))
 	}
 	calls := e.db.calls.Load()
 	paused := send("a")
-	expect("a, paused", paused, 503, catalog.CodePaused)
+	expect("a, paused", paused, 503, erp.CodePaused)
 	if s, err := strconv.Atoi(paused.retryAfter); err != nil || s < 1 {
 		t.Fatalf("Retry-After %q", paused.retryAfter)
 	}
@@ -66,10 +66,10 @@ func TestBreakerPausesAHangingInstanceOnly(t *testing.T) {
 	var probe answer
 	wg.Go(func() { probe = send("a") })
 	time.Sleep(50 * time.Millisecond)
-	expect("a, beside the probe", send("a"), 503, catalog.CodePaused)
+	expect("a, beside the probe", send("a"), 503, erp.CodePaused)
 	wg.Wait()
-	expect("a, the probe", probe, 503, catalog.CodeUnavailable)
-	expect("a, after a failed probe", send("a"), 503, catalog.CodePaused)
+	expect("a, the probe", probe, 503, erp.CodeUnavailable)
+	expect("a, after a failed probe", send("a"), 503, erp.CodePaused)
 
 	// Well again: the next probe, after a doubled cool-down, closes it.
 	proxy.hang(false)

@@ -4,12 +4,11 @@ import (
 	"context"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
-	"github.com/erp-gateway/gateway/shared/firebird"
+	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/openapi"
 	"github.com/erp-gateway/gateway/shared/record"
 )
@@ -17,7 +16,7 @@ import (
 // Describer reads what a database says of procedures; *firebird.Pools is
 // one. A Database that is not has no health check and plainer messages.
 type Describer interface {
-	Describe(ctx context.Context, t firebird.Target, procedures []string) (map[string]catalog.Procedure, error)
+	Describe(ctx context.Context, t erp.Target, procedures []string) (map[string]catalog.Procedure, error)
 }
 
 // How long a database's description serves: an ERP upgrade or a new grant
@@ -29,7 +28,7 @@ const (
 )
 
 type description struct {
-	cfg   firebird.Config
+	cfg   erp.Connection
 	at    time.Time
 	procs map[string]catalog.Procedure
 }
@@ -50,7 +49,7 @@ func newDescriptions() *descriptions {
 // describe returns the instance's description of the catalog's procedures,
 // read again when older than descriptionTTL. fresh reports a new reading, so
 // its findings are logged once per reading rather than per request.
-func (h *Handler) describe(ctx context.Context, t firebird.Target) (procs map[string]catalog.Procedure, fresh bool, err error) {
+func (h *Handler) describe(ctx context.Context, t erp.Target) (procs map[string]catalog.Procedure, fresh bool, err error) {
 	d, ok := h.db.(Describer)
 	if !ok {
 		return nil, false, nil
@@ -60,7 +59,7 @@ func (h *Handler) describe(ctx context.Context, t firebird.Target) (procs map[st
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		e, hit := c.entries[t.Instance]
-		return e.procs, hit && e.cfg == t.Config && time.Since(e.at) < descriptionTTL
+		return e.procs, hit && e.cfg == t.Connection && time.Since(e.at) < descriptionTTL
 	}
 	if procs, ok := cached(); ok {
 		return procs, false, nil
@@ -90,13 +89,13 @@ func (h *Handler) describe(ctx context.Context, t firebird.Target) (procs map[st
 			clear(c.entries)
 		}
 	}
-	c.entries[t.Instance] = description{cfg: t.Config, at: time.Now(), procs: procs}
+	c.entries[t.Instance] = description{cfg: t.Connection, at: time.Now(), procs: procs}
 	return procs, true, nil
 }
 
 // diagnose explains, in the doctor's words, why the database cannot run op;
 // nothing when it cannot tell.
-func (h *Handler) diagnose(ctx context.Context, t firebird.Target, op *catalog.Operation) []string {
+func (h *Handler) diagnose(ctx context.Context, t erp.Target, op *catalog.Operation) []string {
 	procs, fresh, err := h.describe(ctx, t)
 	if err != nil || procs == nil {
 		return nil
@@ -111,43 +110,34 @@ func (h *Handler) diagnose(ctx context.Context, t firebird.Target, op *catalog.O
 	return texts
 }
 
-// lastSegment matches .../{instance}/name, as GET .../{instance}/health.
-func (h *Handler) lastSegment(path, name string) (instance string, ok bool) {
-	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
-	if len(segs) < 2 || !strings.EqualFold(segs[len(segs)-1], name) {
-		return "", false
-	}
-	return segs[len(segs)-2], true
-}
-
 // openAPI answers the deployment's OpenAPI document, its answers' columns as
 // the instance's database declares them.
-func (h *Handler) openAPI(r *http.Request, t firebird.Target) outcome {
+func (h *Handler) openAPI(r *http.Request, t erp.Target) outcome {
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
 	defer cancel()
 	procs, _, err := h.describe(ctx, t)
 	if err != nil || procs == nil {
-		return refusal(catalog.CodeUnavailable, "the database of instance "+t.Instance+" is not reachable right now; try again later")
+		return refusal(erp.CodeUnavailable, "the database of instance "+t.Instance+" is not reachable right now; try again later")
 	}
 	doc, err := openapi.Document(openapi.Input{Catalog: h.catalog, Procedures: procs, Class: h.cfg.Class, Server: "http://" + r.Host})
 	if err != nil {
-		return refusal(catalog.CodeInternal, "internal error")
+		return refusal(erp.CodeInternal, "internal error")
 	}
 	return outcome{status: http.StatusOK, body: doc}
 }
 
 // health connects to the instance's database and compares the catalog with
 // it (README, "Health").
-func (h *Handler) health(ctx context.Context, t firebird.Target) outcome {
+func (h *Handler) health(ctx context.Context, t erp.Target) outcome {
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
 	defer cancel()
 	if _, ok := h.db.(Describer); !ok {
-		return refusal(catalog.CodeNotFound, "no health check here")
+		return refusal(erp.CodeNotFound, "no health check here")
 	}
 	procs, fresh, err := h.describe(ctx, t)
 	if err != nil {
 		h.log.WarnContext(ctx, "health: database unavailable", "instance", t.Instance, "err", err)
-		return healthAnswer(http.StatusServiceUnavailable, catalog.CodeUnavailable, "unavailable", "the database of instance "+t.Instance+" is not reachable right now", nil)
+		return healthAnswer(http.StatusServiceUnavailable, erp.CodeUnavailable, "unavailable", "the database of instance "+t.Instance+" is not reachable right now", nil)
 	}
 	findings := h.catalog.Diagnose(procs)
 	if fresh && len(findings) > 0 {
@@ -157,18 +147,18 @@ func (h *Handler) health(ctx context.Context, t firebird.Target) outcome {
 		}
 		h.log.ErrorContext(ctx, "the catalog and the database disagree", "instance", t.Instance, "findings", texts)
 	}
-	status, code, word := http.StatusOK, catalog.Code(0), "ok"
+	status, code, word := http.StatusOK, erp.Code(0), "ok"
 	for _, f := range findings {
 		word = "warnings"
 		if f.Fatal {
-			status, code, word = http.StatusServiceUnavailable, catalog.CodeUnavailable, "failing"
+			status, code, word = http.StatusServiceUnavailable, erp.CodeUnavailable, "failing"
 			break
 		}
 	}
 	return healthAnswer(status, code, word, "", findings)
 }
 
-func healthAnswer(status int, code catalog.Code, word, message string, findings []catalog.Finding) outcome {
+func healthAnswer(status int, code erp.Code, word, message string, findings []catalog.Finding) outcome {
 	b := []byte(`{"cod_error":`)
 	b = strconv.AppendInt(b, int64(code), 10)
 	b = append(b, `,"status":`...)

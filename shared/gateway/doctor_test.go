@@ -11,6 +11,7 @@ import (
 
 	"github.com/erp-gateway/gateway/shared/access"
 	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/firebird"
 	"github.com/erp-gateway/gateway/shared/gateway"
@@ -18,7 +19,7 @@ import (
 
 // setupDoctor builds, in the demo test database, a procedure for each way
 // an ERP can disagree with a catalog.
-func setupDoctor(t testing.TB, cfg firebird.Config) {
+func setupDoctor(t testing.TB, cfg erp.Connection) {
 	t.Helper()
 	admin := fbtest.Open(t, fbtest.Admin(t, cfg))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -15,9 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/fbtest"
-	"github.com/erp-gateway/gateway/shared/firebird"
 	"github.com/erp-gateway/gateway/shared/gateway"
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
@@ -26,8 +25,8 @@ import (
 // without a token, as the original service did.
 type anonymousInstance struct{ tenants.Instance }
 
-func anonymous(cfg firebird.Config) anonymousInstance {
-	return anonymousInstance{tenants.Instance{Config: cfg}}
+func anonymous(cfg erp.Connection) anonymousInstance {
+	return anonymousInstance{tenants.Instance{Connection: cfg}}
 }
 
 func demoEnv(t testing.TB, cfg gateway.Config) *env {
@@ -278,44 +277,44 @@ func TestMalformedRequests(t *testing.T) {
 	tests := []struct {
 		name, method, path, body string
 		status                   int
-		code                     catalog.Code
+		code                     erp.Code
 	}{
-		{"empty body", "POST", q, ``, 400, catalog.CodeNotObject},
-		{"array", "POST", q, `[{"CLAVE":"Get_Terceros","CODIGO":"1"}]`, 400, catalog.CodeNotObject},
-		{"string", "POST", q, `"Get_Terceros"`, 400, catalog.CodeNotObject},
-		{"truncated", "POST", q, `{"CLAVE":"Get_Terceros"`, 400, catalog.CodeNotObject},
-		{"trailing garbage", "POST", q, `{"CLAVE":"Get_Terceros","CODIGO":"1"} x`, 400, catalog.CodeNotObject},
-		{"form encoded", "POST", q, `CLAVE=Get_Terceros&CODIGO=1`, 400, catalog.CodeNotObject},
-		{"over the size limit", "POST", q, `{"CLAVE":"Get_Terceros","CODIGO":"` + long + `"}`, 413, catalog.CodeTooLarge},
-		{"no CLAVE", "POST", q, `{"CODIGO":"1"}`, 400, catalog.CodeClaveMissing},
-		{"CLAVE a number", "POST", q, `{"CLAVE":7,"CODIGO":"1"}`, 400, catalog.CodeClaveMissing},
-		{"CLAVE null", "POST", q, `{"CLAVE":null}`, 400, catalog.CodeClaveMissing},
-		{"unknown CLAVE", "POST", q, `{"CLAVE":"Get_Todo"}`, 400, catalog.CodeClaveUnknown},
-		{"write on executequery", "POST", q, setTerceros("1"), 400, catalog.CodeWrongEndpoint},
-		{"read on execute", "POST", x, `{"CLAVE":"Get_Terceros","CODIGO":"1"}`, 400, catalog.CodeWrongEndpoint},
-		{"required missing", "POST", q, `{"CLAVE":"Get_Terceros"}`, 400, catalog.CodeParamMissing},
-		{"required null", "POST", q, `{"CLAVE":"Get_Terceros","CODIGO":null}`, 400, catalog.CodeParamMissing},
-		{"one of three missing", "POST", q, `{"CLAVE":"Get_Gestion_Primario","TIPO":"FV","PREFIJO":"FE"}`, 400, catalog.CodeParamMissing},
-		{"write missing a required field", "POST", x, strings.Replace(setTerceros("1"), `"CODMUNICIPIO":"05001"`, `"CODMUNICIPIO":null`, 1), 400, catalog.CodeParamMissing},
-		{"number", "POST", q, `{"CLAVE":"Get_Terceros","CODIGO":12345}`, 400, catalog.CodeParamNotString},
-		{"object", "POST", q, `{"CLAVE":"Get_Terceros","CODIGO":{"v":"1"}}`, 400, catalog.CodeParamNotString},
-		{"boolean", "POST", q, `{"CLAVE":"Get_Terceros","CODIGO":true}`, 400, catalog.CodeParamNotString},
-		{"array value", "POST", q, `{"CLAVE":"Get_Terceros","CODIGO":["1"]}`, 400, catalog.CodeParamNotString},
-		{"16 characters in 15", "POST", q, `{"CLAVE":"Get_Terceros","CODIGO":"1234567890123456"}`, 400, catalog.CodeParamTooLong},
-		{"two characters in DV", "POST", x, strings.Replace(setTerceros("1"), `"DV":"7"`, `"DV":"77"`, 1), 400, catalog.CodeParamTooLong},
-		{"unknown field", "POST", q, `{"CLAVE":"Get_Terceros","CODIGO":"1","CODGO":"1"}`, 400, catalog.CodeUnknownField},
-		{"NUL character", "POST", q, `{"CLAVE":"Get_Terceros","CODIGO":"1\u0000"}`, 400, catalog.CodeParamInvalid},
-		{"invalid UTF-8", "POST", q, "{\"CLAVE\":\"Get_Terceros\",\"CODIGO\":\"\xff\"}", 400, catalog.CodeParamInvalid},
-		{"GET", "GET", q, ``, 405, catalog.CodeMethod},
-		{"PUT", "PUT", x, setTerceros("1"), 405, catalog.CodeMethod},
-		{"unknown endpoint", "POST", path("demo", "executeall"), `{}`, 404, catalog.CodeNotFound},
-		{"wrong class", "POST", "/demo/RestServerIsapi.dll/api/v1/TOther/executequery", `{}`, 404, catalog.CodeNotFound},
-		{"wrong version", "POST", "/demo/RestServerIsapi.dll/api/v2/TServiceRestInterface/executequery", `{}`, 404, catalog.CodeNotFound},
-		{"root", "POST", "/", `{}`, 404, catalog.CodeNotFound},
-		{"instance with a dot", "POST", path("de.mo", "executequery"), `{"CLAVE":"Get_Terceros","CODIGO":"1"}`, 400, catalog.CodeBadInstance},
-		{"instance with a space", "POST", path("de%20mo", "executequery"), `{"CLAVE":"Get_Terceros","CODIGO":"1"}`, 400, catalog.CodeBadInstance},
-		{"instance of 65 characters", "POST", path(strings.Repeat("a", 65), "executequery"), `{"CLAVE":"Get_Terceros","CODIGO":"1"}`, 400, catalog.CodeBadInstance},
-		{"unknown instance", "POST", path("nadie", "executequery"), `{"CLAVE":"Get_Terceros","CODIGO":"1"}`, 401, catalog.CodeUnauthorized},
+		{"empty body", "POST", q, ``, 400, erp.CodeNotObject},
+		{"array", "POST", q, `[{"CLAVE":"Get_Terceros","CODIGO":"1"}]`, 400, erp.CodeNotObject},
+		{"string", "POST", q, `"Get_Terceros"`, 400, erp.CodeNotObject},
+		{"truncated", "POST", q, `{"CLAVE":"Get_Terceros"`, 400, erp.CodeNotObject},
+		{"trailing garbage", "POST", q, `{"CLAVE":"Get_Terceros","CODIGO":"1"} x`, 400, erp.CodeNotObject},
+		{"form encoded", "POST", q, `CLAVE=Get_Terceros&CODIGO=1`, 400, erp.CodeNotObject},
+		{"over the size limit", "POST", q, `{"CLAVE":"Get_Terceros","CODIGO":"` + long + `"}`, 413, erp.CodeTooLarge},
+		{"no CLAVE", "POST", q, `{"CODIGO":"1"}`, 400, erp.CodeClaveMissing},
+		{"CLAVE a number", "POST", q, `{"CLAVE":7,"CODIGO":"1"}`, 400, erp.CodeClaveMissing},
+		{"CLAVE null", "POST", q, `{"CLAVE":null}`, 400, erp.CodeClaveMissing},
+		{"unknown CLAVE", "POST", q, `{"CLAVE":"Get_Todo"}`, 400, erp.CodeClaveUnknown},
+		{"write on executequery", "POST", q, setTerceros("1"), 400, erp.CodeWrongEndpoint},
+		{"read on execute", "POST", x, `{"CLAVE":"Get_Terceros","CODIGO":"1"}`, 400, erp.CodeWrongEndpoint},
+		{"required missing", "POST", q, `{"CLAVE":"Get_Terceros"}`, 400, erp.CodeParamMissing},
+		{"required null", "POST", q, `{"CLAVE":"Get_Terceros","CODIGO":null}`, 400, erp.CodeParamMissing},
+		{"one of three missing", "POST", q, `{"CLAVE":"Get_Gestion_Primario","TIPO":"FV","PREFIJO":"FE"}`, 400, erp.CodeParamMissing},
+		{"write missing a required field", "POST", x, strings.Replace(setTerceros("1"), `"CODMUNICIPIO":"05001"`, `"CODMUNICIPIO":null`, 1), 400, erp.CodeParamMissing},
+		{"number", "POST", q, `{"CLAVE":"Get_Terceros","CODIGO":12345}`, 400, erp.CodeParamNotString},
+		{"object", "POST", q, `{"CLAVE":"Get_Terceros","CODIGO":{"v":"1"}}`, 400, erp.CodeParamNotString},
+		{"boolean", "POST", q, `{"CLAVE":"Get_Terceros","CODIGO":true}`, 400, erp.CodeParamNotString},
+		{"array value", "POST", q, `{"CLAVE":"Get_Terceros","CODIGO":["1"]}`, 400, erp.CodeParamNotString},
+		{"16 characters in 15", "POST", q, `{"CLAVE":"Get_Terceros","CODIGO":"1234567890123456"}`, 400, erp.CodeParamTooLong},
+		{"two characters in DV", "POST", x, strings.Replace(setTerceros("1"), `"DV":"7"`, `"DV":"77"`, 1), 400, erp.CodeParamTooLong},
+		{"unknown field", "POST", q, `{"CLAVE":"Get_Terceros","CODIGO":"1","CODGO":"1"}`, 400, erp.CodeUnknownField},
+		{"NUL character", "POST", q, `{"CLAVE":"Get_Terceros","CODIGO":"1\u0000"}`, 400, erp.CodeParamInvalid},
+		{"invalid UTF-8", "POST", q, "{\"CLAVE\":\"Get_Terceros\",\"CODIGO\":\"\xff\"}", 400, erp.CodeParamInvalid},
+		{"GET", "GET", q, ``, 405, erp.CodeMethod},
+		{"PUT", "PUT", x, setTerceros("1"), 405, erp.CodeMethod},
+		{"unknown endpoint", "POST", path("demo", "executeall"), `{}`, 404, erp.CodeNotFound},
+		{"wrong class", "POST", "/demo/RestServerIsapi.dll/api/v1/TOther/executequery", `{}`, 404, erp.CodeNotFound},
+		{"wrong version", "POST", "/demo/RestServerIsapi.dll/api/v2/TServiceRestInterface/executequery", `{}`, 404, erp.CodeNotFound},
+		{"root", "POST", "/", `{}`, 404, erp.CodeNotFound},
+		{"instance with a dot", "POST", path("de.mo", "executequery"), `{"CLAVE":"Get_Terceros","CODIGO":"1"}`, 400, erp.CodeBadInstance},
+		{"instance with a space", "POST", path("de%20mo", "executequery"), `{"CLAVE":"Get_Terceros","CODIGO":"1"}`, 400, erp.CodeBadInstance},
+		{"instance of 65 characters", "POST", path(strings.Repeat("a", 65), "executequery"), `{"CLAVE":"Get_Terceros","CODIGO":"1"}`, 400, erp.CodeBadInstance},
+		{"unknown instance", "POST", path("nadie", "executequery"), `{"CLAVE":"Get_Terceros","CODIGO":"1"}`, 401, erp.CodeUnauthorized},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -369,7 +368,7 @@ func TestUnavailableDatabaseAnswers503WithoutSecrets(t *testing.T) {
 		t.Run(instance, func(t *testing.T) {
 			start := time.Now()
 			r := e.post(t, path(instance, "executequery"), `{"CLAVE":"Get_Terceros","CODIGO":"1"}`)
-			if r.Status != http.StatusServiceUnavailable || *r.Body.CodError != int(catalog.CodeUnavailable) {
+			if r.Status != http.StatusServiceUnavailable || *r.Body.CodError != int(erp.CodeUnavailable) {
 				t.Fatalf("got %d %s", r.Status, r.Raw)
 			}
 			if took := time.Since(start); took > 3*time.Second {

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/firebird"
 	"github.com/erp-gateway/gateway/shared/gateway"
@@ -157,7 +157,7 @@ func TestFrozenServerAnswersWithinTheDeadline(t *testing.T) {
 				p, body = path("demo", "execute"), setTerceros(newCode())
 			}
 			r, took := timed(t, e.h, p, body)
-			if r.Status != http.StatusServiceUnavailable || *r.Body.CodError != int(catalog.CodeUnavailable) || took > timeout+500*time.Millisecond {
+			if r.Status != http.StatusServiceUnavailable || *r.Body.CodError != int(erp.CodeUnavailable) || took > timeout+500*time.Millisecond {
 				t.Errorf("frozen server: %d %s after %s", r.Status, r.Raw, took)
 			}
 		})
@@ -333,7 +333,7 @@ func TestWriteWhoseCommitIsNotConfirmed(t *testing.T) {
 	e := newEnv(t, gateway.Config{Timeout: timeout}, map[string]any{"demo": anonymous(fbtest.Demo(t))})
 	code := "SLOW" + newCode()[1:11]
 	r, took := timed(t, e.h, path("demo", "execute"), setTerceros(code))
-	if r.Status != http.StatusServiceUnavailable || *r.Body.CodError != int(catalog.CodeOutcomeUnknown) ||
+	if r.Status != http.StatusServiceUnavailable || *r.Body.CodError != int(erp.CodeOutcomeUnknown) ||
 		!strings.Contains(*r.Body.ExExecSQL, "may or may not have happened") || took > timeout+500*time.Millisecond {
 		t.Fatalf("unconfirmed commit: %d %s after %s", r.Status, r.Raw, took)
 	}

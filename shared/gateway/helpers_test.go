@@ -18,6 +18,7 @@ import (
 
 	"github.com/erp-gateway/gateway/shared/access"
 	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/firebird"
 	"github.com/erp-gateway/gateway/shared/gateway"
@@ -35,12 +36,12 @@ type countingDB struct {
 	calls atomic.Int64
 }
 
-func (c *countingDB) Read(ctx context.Context, t firebird.Target, p string, a []any, out *record.Encoder) error {
+func (c *countingDB) Read(ctx context.Context, t erp.Target, p string, a []any, out *record.Encoder) error {
 	c.calls.Add(1)
 	return c.Pools.Read(ctx, t, p, a, out)
 }
 
-func (c *countingDB) Write(ctx context.Context, t firebird.Target, p string, a []any, rb string, ra []any, out *record.Encoder) error {
+func (c *countingDB) Write(ctx context.Context, t erp.Target, p string, a []any, rb string, ra []any, out *record.Encoder) error {
 	c.calls.Add(1)
 	return c.Pools.Write(ctx, t, p, a, rb, ra, out)
 }
@@ -172,7 +173,7 @@ func do(t testing.TB, h http.Handler, method, p, body string) response {
 }
 
 // setupTypes creates the test-only procedure returning every type.
-func setupTypes(t testing.TB, cfg firebird.Config) {
+func setupTypes(t testing.TB, cfg erp.Connection) {
 	t.Helper()
 	admin := fbtest.Open(t, fbtest.Admin(t, cfg))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -202,7 +203,7 @@ func setupTypes(t testing.TB, cfg firebird.Config) {
 // setupRows creates REST_TEST_FILAS(P_N): P_N rows of the attachment's id and
 // 4000 characters ", which the answer's JSON writes as \" and Lambda's
 // response, a JSON string, as \\\".
-func setupRows(t testing.TB, cfg firebird.Config) {
+func setupRows(t testing.TB, cfg erp.Connection) {
 	t.Helper()
 	admin := fbtest.Open(t, fbtest.Admin(t, cfg))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -60,32 +60,6 @@ func (h requestLog) WithGroup(name string) slog.Handler {
 	return requestLog{h.Handler.WithGroup(name)}
 }
 
-// Outcome classes of the metrics' Outcome dimension.
-const (
-	OutcomeOK           = "ok"
-	OutcomeRefusedByDB  = "not_found_or_refused_by_db"
-	OutcomeClientError  = "client_error"
-	OutcomeUnauthorized = "unauthorized"
-	OutcomeUnavailable  = "unavailable"
-	OutcomeInternal     = "internal"
-)
-
-func (o outcome) class() string {
-	switch {
-	case o.status == http.StatusOK && o.code == 0 && o.refusedByDB:
-		return OutcomeRefusedByDB
-	case o.status == http.StatusOK:
-		return OutcomeOK
-	case o.status == http.StatusUnauthorized:
-		return OutcomeUnauthorized
-	case o.status == http.StatusServiceUnavailable:
-		return OutcomeUnavailable
-	case o.status >= 500:
-		return OutcomeInternal
-	}
-	return OutcomeClientError
-}
-
 // sourceIP is the client's address: API Gateway's sourceIp (the adapter puts
 // it in RemoteAddr) or the peer of the local server.
 func sourceIP(r *http.Request) string {
@@ -153,7 +127,7 @@ func (h *Handler) emf(o outcome, work *tally.Counts, ms float64) []slog.Attr {
 			}}),
 		),
 		slog.String("Operation", operation),
-		slog.String("Outcome", o.class()),
+		slog.String("Outcome", string(o.class())),
 		slog.String("Instance", instance),
 		slog.Int("Requests", 1),
 		slog.Float64("Latency", ms),

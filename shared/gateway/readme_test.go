@@ -38,10 +38,10 @@ func TestREADMEExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst.Config = fbtest.Demo(t)
+	inst.Connection = fbtest.Demo(t)
 	// The Set_Terceros example creates this third party; start without it so
 	// the test can run again on the same database.
-	admin := fbtest.Open(t, fbtest.Admin(t, inst.Config))
+	admin := fbtest.Open(t, fbtest.Admin(t, inst.Connection))
 	if _, err := admin.ExecContext(context.Background(), "DELETE FROM TERCEROS WHERE CODIGO = '901234567'"); err != nil {
 		t.Fatal(err)
 	}

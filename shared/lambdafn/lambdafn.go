@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -27,6 +26,7 @@ import (
 
 	"github.com/erp-gateway/gateway/shared/access"
 	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/firebird"
 	"github.com/erp-gateway/gateway/shared/gateway"
 	"github.com/erp-gateway/gateway/shared/tenants"
@@ -125,7 +125,7 @@ func lazyAWS(ctx context.Context) func() (*secretsmanager.Client, error) {
 func accessSource(ctx context.Context, getenv func(string) string, sm func() (*secretsmanager.Client, error), log *slog.Logger) (*access.Current, error) {
 	if inline := getenv("GATEWAY_ACCESS_JSON"); inline != "" {
 		load := func(context.Context) ([]byte, error) { return []byte(inline), nil }
-		acc, err := access.Start(ctx, load, tenants.ValidName, 0, log)
+		acc, err := access.Start(ctx, load, 0, log)
 		if err != nil {
 			return nil, fmt.Errorf("GATEWAY_ACCESS_JSON: %w", err)
 		}
@@ -148,7 +148,7 @@ func accessSource(ctx context.Context, getenv func(string) string, sm func() (*s
 		return nil, err
 	}
 	load := func(ctx context.Context) ([]byte, error) { return tenants.SecretString(ctx, client, id) }
-	acc, err := access.Start(ctx, load, tenants.ValidName, every, log)
+	acc, err := access.Start(ctx, load, every, log)
 	if err != nil {
 		return nil, fmt.Errorf("GATEWAY_ACCESS_SECRET: %w", err)
 	}
@@ -207,13 +207,13 @@ func (f *Function) Handle(ctx context.Context, event events.APIGatewayProxyReque
 
 func badEvent(requestID string) events.APIGatewayProxyResponse {
 	return events.APIGatewayProxyResponse{
-		StatusCode: http.StatusBadRequest,
+		StatusCode: erp.CodeNotObject.Status(),
 		MultiValueHeaders: map[string][]string{
 			"Content-Type":  {"application/json; charset=utf-8"},
 			"Cache-Control": {"no-store"},
 			"X-Request-Id":  {requestID},
 		},
-		Body: fmt.Sprintf(`{"cod_error":%d,"ex_execsql":"the request could not be read: malformed path or body encoding"}`, catalog.CodeNotObject),
+		Body: string(gateway.RefusalBody(erp.CodeNotObject, "the request could not be read: malformed path or body encoding")),
 	}
 }
 

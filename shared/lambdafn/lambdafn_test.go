@@ -78,12 +78,12 @@ func TestInstancesFromSecretsManager(t *testing.T) {
 	sm, doc := newSecretsManager(t)
 	tokenNorte, tokenSur := fbtest.Token(t, doc, "norte"), fbtest.Token(t, doc, "sur")
 	// Two instances on two databases (UTF8 and WIN1252) behind one handler.
-	put(sm, "norte", tenants.Instance{Config: fbtest.Demo(t)})
-	put(sm, "sur", tenants.Instance{Config: fbtest.Other(t)})
+	put(sm, "norte", tenants.Instance{Connection: fbtest.Demo(t)})
+	put(sm, "sur", tenants.Instance{Connection: fbtest.Other(t)})
 	sm.Put(prefix+"roto", `{"host":"h","password":"leaked-if-echoed"`) // not JSON
-	put(sm, "cifrado", tenants.Instance{Config: fbtest.Demo(t)})
+	put(sm, "cifrado", tenants.Instance{Connection: fbtest.Demo(t)})
 	sm.Fail(prefix+"cifrado", "DecryptionFailure")
-	put(sm, "borrado", tenants.Instance{Config: fbtest.Demo(t)})
+	put(sm, "borrado", tenants.Instance{Connection: fbtest.Demo(t)})
 	sm.Fail(prefix+"borrado", "InvalidRequestException") // scheduled for deletion
 	fn := newFunction(t, "1500ms")
 	if n := sm.Calls(accessID); n != 1 {
@@ -157,7 +157,7 @@ func TestInstancesFromSecretsManager(t *testing.T) {
 	t.Run("expiry picks up a moved database", func(t *testing.T) {
 		// The instance moves to the other database; until the TTL runs out
 		// the cached document still serves the old one.
-		put(sm, "norte", tenants.Instance{Config: fbtest.Other(t)})
+		put(sm, "norte", tenants.Instance{Connection: fbtest.Other(t)})
 		expect("norte", tokenNorte, 200, `"EMPRESA":"Distribuciones Andinas S.A.S."`)
 		time.Sleep(1600 * time.Millisecond)
 		expect("norte", tokenNorte, 200, `"EMPRESA":"Exportadora Café Señorial S.A."`)
@@ -171,7 +171,7 @@ func TestInstancesFromSecretsManager(t *testing.T) {
 			t.Fatal(err)
 		}
 		expect("sur", token, 200, `"data"`)
-		put(sm, "sur", tenants.Instance{Config: fbtest.Other(t), RevokedTokens: []string{id}})
+		put(sm, "sur", tenants.Instance{Connection: fbtest.Other(t), RevokedTokens: []string{id}})
 		time.Sleep(1600 * time.Millisecond) // the secret's TTL in this test
 		expect("sur", token, 401, `"cod_error":1105`)
 		expect("sur", tokenSur, 200, `"data"`)
@@ -220,7 +220,7 @@ func TestStrangersCostNothing(t *testing.T) {
 func TestConcurrentFirstRequestsMakeOneCall(t *testing.T) {
 	sm, doc := newSecretsManager(t)
 	token := fbtest.Token(t, doc, "norte")
-	put(sm, "norte", tenants.Instance{Config: fbtest.Demo(t)})
+	put(sm, "norte", tenants.Instance{Connection: fbtest.Demo(t)})
 	fn := newFunction(t, "")
 	sm.Delay(100 * time.Millisecond)
 	var wg sync.WaitGroup
@@ -240,7 +240,7 @@ func TestConcurrentFirstRequestsMakeOneCall(t *testing.T) {
 func TestThrottledSecretsManagerAnswers503(t *testing.T) {
 	sm, doc := newSecretsManager(t)
 	token := fbtest.Token(t, doc, "norte")
-	put(sm, "norte", tenants.Instance{Config: fbtest.Demo(t)})
+	put(sm, "norte", tenants.Instance{Connection: fbtest.Demo(t)})
 	fn := newFunction(t, "")
 	sm.FailAll("ThrottlingException")
 	start := time.Now()
@@ -300,7 +300,7 @@ func TestPasswordRotation(t *testing.T) {
 	execCommitted(t, admin, `CREATE OR ALTER USER ROTATOR PASSWORD 'rotate-old-1' USING PLUGIN Srp`)
 	execCommitted(t, admin, `GRANT EXECUTE ON PROCEDURE REST_SELECT_TERCEROS TO ROTATOR`)
 	token := fbtest.Token(t, doc, "norte")
-	inst := tenants.Instance{Config: fbtest.Demo(t)}
+	inst := tenants.Instance{Connection: fbtest.Demo(t)}
 	inst.User, inst.Password = "ROTATOR", "rotate-old-1"
 	put(sm, "norte", inst)
 	fn := newFunction(t, "") // the 5-minute default: only a forced refresh reads the secret again

@@ -25,6 +25,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/erp"
 )
 
 // Invoker invokes a function version; *lambda.Client is one.
@@ -156,7 +157,7 @@ type Probe struct {
 	Body string
 	// Refused is the cod_error the catalog must answer with (400); zero: a
 	// read's answer (200, data or the database's own refusal).
-	Refused catalog.Code
+	Refused erp.Code
 }
 
 // Probes are the requests sent to a version serving endpoint: one read of
@@ -165,7 +166,7 @@ type Probe struct {
 func Probes(cat *catalog.Catalog, endpoint catalog.Endpoint) []Probe {
 	// 64 characters: a catalog's CLAVE has at most 63, so whatever the
 	// catalog, this is no operation and nothing is written.
-	unknown := []Probe{{Name: "an unknown CLAVE", Body: `{"CLAVE":"PreTraffic_Check_` + strings.Repeat("x", 47) + `"}`, Refused: catalog.CodeClaveUnknown}}
+	unknown := []Probe{{Name: "an unknown CLAVE", Body: `{"CLAVE":"PreTraffic_Check_` + strings.Repeat("x", 47) + `"}`, Refused: erp.CodeClaveUnknown}}
 	if endpoint != catalog.ExecuteQuery {
 		return unknown
 	}

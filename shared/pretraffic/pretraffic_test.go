@@ -15,10 +15,11 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/erp"
 )
 
 func TestWellFormed(t *testing.T) {
-	read, refusal := Probe{Name: "read"}, Probe{Name: "refusal", Refused: catalog.CodeClaveUnknown}
+	read, refusal := Probe{Name: "read"}, Probe{Name: "refusal", Refused: erp.CodeClaveUnknown}
 	tests := []struct {
 		name   string
 		probe  Probe
@@ -164,7 +165,7 @@ func TestCatalogWithoutReadsStillProbes(t *testing.T) {
 		t.Fatal(err)
 	}
 	probes := Probes(cat, catalog.ExecuteQuery)
-	if len(probes) != 1 || probes[0].Refused != catalog.CodeClaveUnknown {
+	if len(probes) != 1 || probes[0].Refused != erp.CodeClaveUnknown {
 		t.Fatalf("probes %+v, want the unknown-CLAVE refusal", probes)
 	}
 }

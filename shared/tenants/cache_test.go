@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/erp-gateway/gateway/shared/firebird"
+	"github.com/erp-gateway/gateway/shared/erp"
 )
 
 // fakeFetcher counts fetches; fail switches it to failing.
@@ -40,7 +40,7 @@ func (f *fakeFetcher) Fetch(ctx context.Context, name string) (Instance, error) 
 func (f *fakeFetcher) set(name, host string, fail error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.docs[name] = Instance{Config: firebird.Config{Host: host}}
+	f.docs[name] = Instance{Connection: erp.Connection{Host: host}}
 	f.fail = fail
 }
 
@@ -153,7 +153,7 @@ func TestCacheIsBounded(t *testing.T) {
 }
 
 func TestCacheConcurrentFirstLookupsShareOneFetch(t *testing.T) {
-	f := &fakeFetcher{docs: map[string]Instance{"x": {Config: firebird.Config{Host: "a"}}}, delay: 50 * time.Millisecond}
+	f := &fakeFetcher{docs: map[string]Instance{"x": {Connection: erp.Connection{Host: "a"}}}, delay: 50 * time.Millisecond}
 	c := NewCache(f, CacheOptions{})
 	var wg sync.WaitGroup
 	for range 50 {

@@ -9,17 +9,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
 
-	"github.com/erp-gateway/gateway/shared/access"
-	"github.com/erp-gateway/gateway/shared/firebird"
+	"github.com/erp-gateway/gateway/shared/erp"
 )
 
 // Instance is the instance document (README, "The instance document").
 type Instance struct {
-	firebird.Config
+	erp.Connection
 	// RevokedTokens lists the ids of tokens minted for this instance that
 	// no longer open it (README, "Tokens").
 	RevokedTokens []string `json:"revoked_tokens,omitempty"`
@@ -37,12 +35,6 @@ var ErrUnknown = errors.New("unknown instance")
 // mistake of its author, which no retry mends.
 var ErrMalformed = errors.New("instance document malformed")
 
-var validName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
-// ValidName reports whether name may name an instance: letters, digits, _
-// and -, at most 64. Names are checked before any lookup uses them.
-func ValidName(name string) bool { return validName.MatchString(name) }
-
 // ParseInstance decodes and checks one instance document. Unknown fields are
 // refused so a misspelt setting is not silently ignored.
 func ParseInstance(data []byte) (Instance, error) {
@@ -55,13 +47,13 @@ func ParseInstance(data []byte) (Instance, error) {
 	if err := dec.Decode(&inst); err != nil {
 		return Instance{}, fmt.Errorf("instance document: %w", scrub(err))
 	}
-	if err := inst.Config.Check(); err != nil {
+	if err := inst.Connection.Check(); err != nil {
 		return Instance{}, fmt.Errorf("instance document: %w", err)
 	}
 	for i, id := range inst.RevokedTokens {
 		// Ids are lower-case hex; one pasted in upper case must still revoke.
 		inst.RevokedTokens[i] = strings.ToLower(id)
-		if !access.ValidTokenID(inst.RevokedTokens[i]) {
+		if !erp.ValidTokenID(inst.RevokedTokens[i]) {
 			return Instance{}, fmt.Errorf("instance document: revoked_tokens[%d] is not a token id (32 hex digits, printed by make token)", i)
 		}
 	}
@@ -125,7 +117,7 @@ func ParseFile(data []byte) (*File, error) {
 	}
 	f := &File{instances: make(map[string]Instance, len(raw))}
 	for name, doc := range raw {
-		if !ValidName(name) {
+		if !erp.ValidInstanceName(name) {
 			return nil, fmt.Errorf("%q is not a valid instance name", name)
 		}
 		inst, err := ParseInstance(doc)

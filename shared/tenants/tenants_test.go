@@ -9,17 +9,6 @@ import (
 	"testing"
 )
 
-func TestValidName(t *testing.T) {
-	for name, want := range map[string]bool{
-		"demo": true, "Cliente_01-b": true, strings.Repeat("a", 64): true,
-		"": false, strings.Repeat("a", 65): false, "de.mo": false, "a/b": false, "ñandú": false, "a b": false,
-	} {
-		if got := ValidName(name); got != want {
-			t.Errorf("ValidName(%q) = %v", name, got)
-		}
-	}
-}
-
 func TestParseInstance(t *testing.T) {
 	tests := []struct {
 		name, doc, wantErr string

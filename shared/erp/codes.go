@@ -1,0 +1,161 @@
+// Package erp holds the gateway's vocabulary, the words every other package
+// translates into or out of: the codes a request can be answered with (each
+// with its HTTP status, its outcome class and its meaning), the outcomes a
+// database adapter reports, an instance's connection settings, and the rules
+// for instance names and token ids. It imports nothing of ours and no
+// driver, AWS or HTTP package beyond net/http's status numbers.
+package erp
+
+import (
+	"fmt"
+	"net/http"
+)
+
+// Code is the cod_error a request is answered with. Zero is success and also
+// the database's own refusal (the original service's behaviour).
+type Code int
+
+// The codes are part of the public interface (README, "Error codes"): never
+// renumber one. Each has its entry in codes below.
+const (
+	CodeOK             Code = 0
+	CodeNotObject      Code = 1001
+	CodeTooLarge       Code = 1002
+	CodeClaveMissing   Code = 1003
+	CodeClaveUnknown   Code = 1004
+	CodeWrongEndpoint  Code = 1005
+	CodeParamMissing   Code = 1006
+	CodeParamNotString Code = 1007
+	CodeParamTooLong   Code = 1008
+	CodeUnknownField   Code = 1009
+	CodeParamInvalid   Code = 1010
+	CodeParamFormat    Code = 1011
+	CodeBodyTimeout    Code = 1012
+	CodeNotFound       Code = 1101
+	CodeMethod         Code = 1102
+	CodeBadInstance    Code = 1103
+	// 1104 (unknown instance) is retired: an unknown instance answers 1105.
+	CodeUnauthorized   Code = 1105
+	CodeUnavailable    Code = 1201
+	CodeConfig         Code = 1202
+	CodeThrottled      Code = 1203
+	CodeOutcomeUnknown Code = 1204
+	CodePaused         Code = 1205
+	CodeInternal       Code = 1299
+	CodeTooManyRows    Code = 1301
+	CodeAnswerTooLarge Code = 1302
+)
+
+// Outcome is a class of answers, the Outcome dimension of the metrics.
+type Outcome string
+
+// The outcome classes.
+const (
+	OutcomeOK           Outcome = "ok"
+	OutcomeRefusedByDB  Outcome = "not_found_or_refused_by_db"
+	OutcomeClientError  Outcome = "client_error"
+	OutcomeUnauthorized Outcome = "unauthorized"
+	OutcomeUnavailable  Outcome = "unavailable"
+	OutcomeInternal     Outcome = "internal"
+)
+
+// Outcomes lists every outcome class, for the metrics' documentation and
+// the alarms that name them.
+func Outcomes() []Outcome {
+	return []Outcome{OutcomeOK, OutcomeRefusedByDB, OutcomeClientError, OutcomeUnauthorized, OutcomeUnavailable, OutcomeInternal}
+}
+
+// Scope says on which requests a code can be answered, so the OpenAPI
+// document lists it only where it can happen.
+type Scope uint8
+
+// The scopes; a code may have several.
+const (
+	// ScopeRouting: a path or method no operation serves.
+	ScopeRouting Scope = 1 << iota
+	// ScopeEdge: any request, before the handler (throttling) or from a bug.
+	ScopeEdge
+	// ScopeInstance: any request naming an instance.
+	ScopeInstance
+	// ScopeBody: a request to executequery or execute, for its body.
+	ScopeBody
+	// ScopeDatabase: a call of a procedure, read or write.
+	ScopeDatabase
+	// ScopeWrite: a call of a write.
+	ScopeWrite
+)
+
+// Info is one code's entry: what it means and how it is answered.
+type Info struct {
+	Code    Code
+	Status  int
+	Outcome Outcome
+	Scope   Scope
+	// Meaning is one sentence for an integrator (OpenAPI); the README's
+	// table says more.
+	Meaning string
+}
+
+// codes is the one table every status, outcome and description is derived
+// from; TestCodesInREADME holds the README's table to it.
+var codes = [...]Info{
+	{CodeOK, http.StatusOK, OutcomeOK, ScopeBody, "Success, or the database's own refusal in ex_execsql."},
+	{CodeNotObject, http.StatusBadRequest, OutcomeClientError, ScopeBody, "The body is not a JSON object."},
+	{CodeTooLarge, http.StatusRequestEntityTooLarge, OutcomeClientError, ScopeBody, "The body is too large."},
+	{CodeClaveMissing, http.StatusBadRequest, OutcomeClientError, ScopeBody, "CLAVE is missing, null or not a string."},
+	{CodeClaveUnknown, http.StatusBadRequest, OutcomeClientError, ScopeBody, "CLAVE names no operation."},
+	{CodeWrongEndpoint, http.StatusBadRequest, OutcomeClientError, ScopeBody, "A write CLAVE sent to executequery, or a read to execute."},
+	{CodeParamMissing, http.StatusBadRequest, OutcomeClientError, ScopeBody, "A required parameter is missing or null."},
+	{CodeParamNotString, http.StatusBadRequest, OutcomeClientError, ScopeBody, "A parameter is not a JSON string (integers and decimals also take numbers)."},
+	{CodeParamTooLong, http.StatusBadRequest, OutcomeClientError, ScopeBody, "A value is longer than its parameter."},
+	{CodeUnknownField, http.StatusBadRequest, OutcomeClientError, ScopeBody, "A field the operation does not take."},
+	{CodeParamInvalid, http.StatusBadRequest, OutcomeClientError, ScopeBody, "A value holds a NUL character or invalid UTF-8."},
+	{CodeParamFormat, http.StatusBadRequest, OutcomeClientError, ScopeBody, "A date, integer or decimal value is not of its form, or names a day that does not exist."},
+	{CodeBodyTimeout, http.StatusRequestTimeout, OutcomeClientError, ScopeBody, "The body did not arrive in time (the local server)."},
+	{CodeNotFound, http.StatusNotFound, OutcomeClientError, ScopeRouting, "No such path."},
+	{CodeMethod, http.StatusMethodNotAllowed, OutcomeClientError, ScopeRouting, "A method the path does not serve; Allow names the one it does."},
+	{CodeBadInstance, http.StatusBadRequest, OutcomeClientError, ScopeInstance, "The instance name is not 1 to 64 letters, digits, _ or -."},
+	{CodeUnauthorized, http.StatusUnauthorized, OutcomeUnauthorized, ScopeInstance, "No token, a wrong or revoked token, several Authorization headers, or no such instance."},
+	{CodeUnavailable, http.StatusServiceUnavailable, OutcomeUnavailable, ScopeDatabase, "The database is unreachable, cannot run the operation, or did not answer in time."},
+	{CodeConfig, http.StatusServiceUnavailable, OutcomeUnavailable, ScopeInstance, "The instance's settings cannot be read right now."},
+	{CodeThrottled, http.StatusTooManyRequests, OutcomeClientError, ScopeEdge, "Throttled (API Gateway, an API key's plan, WAF, the local server's bound)."},
+	{CodeOutcomeUnknown, http.StatusServiceUnavailable, OutcomeUnavailable, ScopeWrite, "A write's commit was sent and never confirmed: it may or may not have happened."},
+	{CodePaused, http.StatusServiceUnavailable, OutcomeUnavailable, ScopeDatabase, "Calls to the instance are paused after repeated failures; see Retry-After."},
+	{CodeInternal, http.StatusInternalServerError, OutcomeInternal, ScopeEdge, "A bug; logged."},
+	{CodeTooManyRows, http.StatusUnprocessableEntity, OutcomeClientError, ScopeDatabase, "The answer has more rows than the operation's limit."},
+	{CodeAnswerTooLarge, http.StatusUnprocessableEntity, OutcomeClientError, ScopeDatabase, "The answer is larger than a Lambda function may return."},
+}
+
+// Codes lists every code's entry in the order of the numbers.
+func Codes() []Info { return append([]Info(nil), codes[:]...) }
+
+// Info is the code's entry; an unknown code is answered as a bug.
+func (c Code) Info() Info {
+	for _, i := range codes {
+		if i.Code == c {
+			return i
+		}
+	}
+	i := CodeInternal.Info()
+	i.Code = c
+	return i
+}
+
+// Status is the HTTP status the code is answered with.
+func (c Code) Status() int { return c.Info().Status }
+
+// Outcome is the code's outcome class.
+func (c Code) Outcome() Outcome { return c.Info().Outcome }
+
+// Error is a refusal: a code and a message meant for the integrator.
+type Error struct {
+	Code    Code
+	Message string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("cod_error %d: %s", e.Code, e.Message) }
+
+// Refuse makes a refusal with a formatted message.
+func Refuse(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}

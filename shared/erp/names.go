@@ -1,0 +1,20 @@
+package erp
+
+import "regexp"
+
+var (
+	validInstance = regexp.MustCompile(InstanceNamePattern)
+	validTokenID  = regexp.MustCompile(`^[0-9a-f]{32}$`)
+)
+
+// InstanceNamePattern is the rule for instance names, for documents that
+// state it (OpenAPI).
+const InstanceNamePattern = `^[A-Za-z0-9_-]{1,64}$`
+
+// ValidInstanceName reports whether name may name an instance: letters,
+// digits, _ and -, at most 64. Names are checked before any lookup uses them.
+func ValidInstanceName(name string) bool { return validInstance.MatchString(name) }
+
+// ValidTokenID reports whether s is a token id as tokens carry it: 128 bits
+// in lower-case hex. Logs and revocation lists name tokens by it.
+func ValidTokenID(s string) bool { return validTokenID.MatchString(s) }

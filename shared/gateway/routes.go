@@ -1,0 +1,167 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/erp"
+	"github.com/erp-gateway/gateway/shared/tenants"
+)
+
+// route is one path the handler serves: {instance} followed by suffix, whose
+// segments match without regard to case, as IIS did ("{class}" stands for
+// Config.Class). Anything may come before {instance}: a stage or a
+// custom-domain base path.
+type route struct {
+	method string
+	suffix []string
+	// listed: API Gateway routes it to this handler (Routes).
+	listed bool
+	serve  func(h *Handler, r *http.Request, t erp.Target) outcome
+}
+
+// routes is the table of what a handler with cfg serves.
+func routes(cfg Config) []route {
+	var rs []route
+	for _, e := range cfg.Endpoints {
+		rs = append(rs, route{method: http.MethodPost, listed: true,
+			suffix: []string{"RestServerIsapi.dll", "api", "v1", "{class}", string(e)},
+			serve:  func(h *Handler, r *http.Request, t erp.Target) outcome { return h.execute(r, t, e) }})
+		if e == catalog.ExecuteQuery {
+			rs = append(rs, route{method: http.MethodGet, listed: true, suffix: []string{"health"},
+				serve: func(h *Handler, r *http.Request, t erp.Target) outcome { return h.health(r.Context(), t) }})
+		}
+	}
+	if cfg.OpenAPI {
+		rs = append(rs, route{method: http.MethodGet, suffix: []string{"openapi.json"},
+			serve: (*Handler).openAPI})
+	}
+	return rs
+}
+
+// Routes lists what API Gateway routes to the handler as "METHOD /path" in
+// its path-parameter syntax, {class} standing for Config.Class; a test holds
+// template.yaml to it.
+func (h *Handler) Routes() []string {
+	var out []string
+	for _, rt := range h.routes {
+		if rt.listed {
+			out = append(out, rt.method+" /{instance}/"+strings.Join(rt.suffix, "/"))
+		}
+	}
+	return out
+}
+
+// match reports the instance the path names if it is rt's.
+func (rt route) match(segs []string, class string) (instance string, ok bool) {
+	n := len(rt.suffix)
+	if len(segs) < n+1 {
+		return "", false
+	}
+	tail := segs[len(segs)-n:]
+	for i, want := range rt.suffix {
+		if want == "{class}" {
+			want = class
+		}
+		if !strings.EqualFold(tail[i], want) {
+			return "", false
+		}
+	}
+	return segs[len(segs)-n-1], true
+}
+
+func (h *Handler) serve(r *http.Request) outcome {
+	// Routing reads the path as sent: a segment such as x%2Facme is one
+	// (invalid) instance name, never the instance acme.
+	segs := strings.Split(strings.TrimPrefix(r.URL.EscapedPath(), "/"), "/")
+	for _, rt := range h.routes {
+		instance, ok := rt.match(segs, h.cfg.Class)
+		if !ok {
+			continue
+		}
+		if r.Method != rt.method {
+			o := refusal(erp.CodeMethod, "use "+rt.method)
+			o.allow = rt.method
+			return o
+		}
+		inst, denied := h.authenticate(r, instance)
+		if denied != nil {
+			return *denied
+		}
+		o := rt.serve(h, r, erp.Target{Instance: instance, Connection: inst.Connection})
+		o.instance = instance
+		return o
+	}
+	return refusal(erp.CodeNotFound, "no such path; POST to /{instance}/RestServerIsapi.dll/api/v1/"+h.cfg.Class+"/executequery or .../execute")
+}
+
+// execute reads, validates and runs a request to endpoint.
+func (h *Handler) execute(r *http.Request, t erp.Target, endpoint catalog.Endpoint) outcome {
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, h.cfg.MaxBody))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return refusal(erp.CodeTooLarge, fmt.Sprintf("the body is larger than %d bytes", h.cfg.MaxBody))
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return refusal(erp.CodeBodyTimeout, "the body did not arrive in time")
+	case err != nil:
+		return refusal(erp.CodeNotObject, "the body could not be read")
+	}
+	call, refused := h.catalog.Parse(endpoint, body)
+	if refused != nil {
+		o := refusal(refused.Code, refused.Message)
+		if call.Op != nil {
+			o.clave = call.Op.Clave
+		}
+		return o
+	}
+	o := h.run(r.Context(), t, call)
+	o.clave = call.Op.Clave
+	return o
+}
+
+// authenticate checks the request's token for the instance name and only
+// then resolves the instance: a request without a valid token costs no
+// lookup, no cache entry and no connection, and learns nothing of which
+// names exist.
+func (h *Handler) authenticate(r *http.Request, instance string) (tenants.Instance, *outcome) {
+	refuse := func(o outcome) (tenants.Instance, *outcome) {
+		o.asked = instance
+		return tenants.Instance{}, &o
+	}
+	if !erp.ValidInstanceName(instance) {
+		return refuse(refusal(erp.CodeBadInstance, "the instance name must be 1 to 64 letters, digits, _ or -"))
+	}
+	if matched, ok := r.Context().Value(pathInstanceKey{}).(string); ok && matched != instance {
+		return refuse(refusal(erp.CodeBadInstance, "the instance name in the path is ambiguous"))
+	}
+	tokenID, ok := h.access.Authorize(instance, r.Header.Values("Authorization"))
+	if !ok {
+		return refuse(unauthorized())
+	}
+	inst, err := h.instances.Lookup(r.Context(), instance)
+	switch {
+	case errors.Is(err, tenants.ErrUnknown):
+		// Exactly the answer to a wrong token: an unauthenticated caller
+		// must not learn which instance names exist.
+		return refuse(unauthorized())
+	case err != nil:
+		h.log.WarnContext(r.Context(), "instance settings unavailable", "instance", instance, "err", err)
+		return refuse(refusal(erp.CodeConfig, "the settings of instance "+instance+" cannot be read right now; try again later"))
+	}
+	if tokenID != "" && inst.Revoked(tokenID) {
+		return refuse(unauthorized())
+	}
+	return inst, nil
+}
+
+func unauthorized() outcome {
+	o := refusal(erp.CodeUnauthorized, "missing or invalid credentials for this instance: send Authorization: Bearer <token>")
+	o.challenge = true
+	return o
+}

@@ -1,0 +1,144 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/erp"
+	"github.com/erp-gateway/gateway/shared/record"
+	"github.com/erp-gateway/gateway/shared/tenants"
+)
+
+func (h *Handler) run(ctx context.Context, t erp.Target, call catalog.Call) outcome {
+	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
+	defer cancel()
+	out := record.NewEncoder(dataPrefix, record.Limits{MaxRows: call.Op.MaxRows, MaxBytes: h.cfg.MaxAnswer})
+	began := time.Now()
+	tripped, err := h.guarded(ctx, t, call, out)
+	took := time.Since(began)
+	o := h.answer(ctx, t, call, out, err)
+	o.dbTime, o.tripped = took, tripped
+	return o
+}
+
+// answer turns a call's result into what the client sees.
+func (h *Handler) answer(ctx context.Context, t erp.Target, call catalog.Call, out *record.Encoder, err error) outcome {
+	var paused *pausedError
+	var exc *erp.Exception
+	nothingWritten := ""
+	if call.Op.ReadBack != nil {
+		nothingWritten = "; nothing was written"
+	}
+	switch {
+	case err == nil:
+		return outcome{status: http.StatusOK, body: out.Finish("}")}
+	case errors.As(err, &paused):
+		o := refusal(erp.CodePaused, fmt.Sprintf("the database of instance %s failed repeatedly; calls to it are paused for %ds%s; try again later", t.Instance, retrySeconds(paused.wait), nothingWritten))
+		o.retryAfter = paused.wait
+		return o
+	case errors.Is(err, record.ErrTooManyRows):
+		return refusal(erp.CodeTooManyRows, fmt.Sprintf("the answer of CLAVE %s has more than %d rows, its limit%s; ask for fewer (narrow the parameters)", call.Op.Clave, call.Op.MaxRows, nothingWritten))
+	case errors.Is(err, record.ErrTooLarge):
+		return refusal(erp.CodeAnswerTooLarge, fmt.Sprintf("the answer of CLAVE %s would pass %d bytes, the most this service can return%s; ask for fewer rows (narrow the parameters)", call.Op.Clave, h.cfg.MaxAnswer, nothingWritten))
+	case errors.As(err, &exc):
+		return h.exception(exc)
+	case errors.Is(err, erp.ErrOutcomeUnknown):
+		h.log.ErrorContext(ctx, "write outcome unknown", "instance", t.Instance, "clave", call.Op.Clave, "err", err)
+		return refusal(erp.CodeOutcomeUnknown, "the database of instance "+t.Instance+" did not confirm the write: it may or may not have happened; read the record before retrying")
+	case errors.Is(err, erp.ErrCannotRun):
+		h.log.ErrorContext(ctx, "database cannot run the operation", "instance", t.Instance, "clave", call.Op.Clave, "err", err)
+		why := "its procedure is missing, changed or not granted"
+		if findings := h.diagnose(ctx, t, call.Op); len(findings) > 0 {
+			why = strings.Join(findings, "; ")
+		}
+		return refusal(erp.CodeUnavailable, "the database of instance "+t.Instance+" cannot run "+call.Op.Clave+" right now ("+why+")"+nothingWritten+"; try again later")
+	case errors.Is(err, erp.ErrUnavailable):
+		h.log.WarnContext(ctx, "database unavailable", "instance", t.Instance, "clave", call.Op.Clave, "err", err)
+		if errors.Is(err, context.DeadlineExceeded) {
+			return refusal(erp.CodeUnavailable, fmt.Sprintf("the database of instance %s did not answer within %s%s; try again later", t.Instance, h.cfg.Timeout, nothingWritten))
+		}
+		return refusal(erp.CodeUnavailable, "the database of instance "+t.Instance+" is not reachable right now"+nothingWritten+"; try again later")
+	default:
+		h.log.ErrorContext(ctx, "call failed", "instance", t.Instance, "err", err)
+		return refusal(erp.CodeInternal, "internal error")
+	}
+}
+
+// pausedError: the instance's breaker is open.
+type pausedError struct{ wait time.Duration }
+
+func (e *pausedError) Error() string { return "calls paused by the breaker" }
+
+// guarded runs the call unless the instance's breaker is open, and tells the
+// breaker how it went.
+func (h *Handler) guarded(ctx context.Context, t erp.Target, call catalog.Call, out *record.Encoder) (tripped bool, err error) {
+	ticket, ok, wait := h.breakers.allow(t.Instance)
+	if !ok {
+		return false, &pausedError{wait: wait}
+	}
+	unavailable := true // a panic below counts as a failure
+	defer func() {
+		if tripped = h.breakers.done(t.Instance, ticket, unavailable); tripped {
+			h.log.WarnContext(ctx, "breaker opened: calls to the instance paused", "instance", t.Instance)
+		}
+	}()
+	err = h.call(ctx, t, call, out)
+	if errors.Is(err, erp.ErrCredentials) {
+		// The password may have been rotated: read the instance's settings
+		// again, bypassing the cache, and retry once if they changed.
+		if fresh, ok := h.refreshed(ctx, t); ok {
+			h.log.InfoContext(ctx, "credentials refused; retrying with refreshed settings", "instance", t.Instance)
+			t.Connection = fresh.Connection
+			err = h.call(ctx, t, call, out)
+		}
+	}
+	// A database that answered "cannot run this" is up; one procedure's
+	// trouble must not pause the instance's other operations.
+	// Credentials refused are the database answering; a client that went
+	// away says nothing of the database either.
+	unavailable = (errors.Is(err, erp.ErrUnavailable) && !errors.Is(err, erp.ErrCannotRun) &&
+		!errors.Is(err, erp.ErrCredentials) && !errors.Is(err, context.Canceled)) ||
+		errors.Is(err, erp.ErrOutcomeUnknown)
+	return false, err
+}
+
+func retrySeconds(d time.Duration) int { return int((d + time.Second - 1) / time.Second) }
+
+func (h *Handler) call(ctx context.Context, t erp.Target, call catalog.Call, out *record.Encoder) error {
+	if rb := call.Op.ReadBack; rb != nil {
+		return h.db.Write(ctx, t, call.Op.Procedure, call.Args, rb.Procedure, call.ReadBackArgs(), out)
+	}
+	return h.db.Read(ctx, t, call.Op.Procedure, call.Args, out)
+}
+
+func (h *Handler) refreshed(ctx context.Context, t erp.Target) (tenants.Instance, bool) {
+	r, ok := h.instances.(Refresher)
+	if !ok {
+		return tenants.Instance{}, false
+	}
+	fresh, err := r.Refresh(ctx, t.Instance)
+	if err != nil {
+		h.log.WarnContext(ctx, "refreshing instance settings", "instance", t.Instance, "err", err)
+		return tenants.Instance{}, false
+	}
+	return fresh, fresh.Connection != t.Connection
+}
+
+// dataPrefix starts every answer with rows; the rows follow as they are
+// fetched.
+const dataPrefix = `{"cod_error":0,"data":`
+
+// exception answers as the original did: HTTP 200, cod_error 0 and the
+// database's text in ex_execsql, lines joined by CR LF.
+func (h *Handler) exception(exc *erp.Exception) outcome {
+	b := make([]byte, 0, 256)
+	b = append(b, `{"cod_error":0,"ex_execsql":`...)
+	b = record.AppendString(b, h.cfg.ErrorPrefix+strings.Join(exc.Lines, "\r\n"))
+	b = append(b, '}')
+	return outcome{status: http.StatusOK, body: b, refusedByDB: true}
+}
