@@ -79,15 +79,21 @@ func classify(ctx context.Context, at phase, err error) error {
 
 // exceptionLines is the text of the status vector, one entry a line. For a
 // user exception the entries are the number, the name, the message as the
-// procedure raised it, and the position ("At procedure ..."), so a message
+// procedure raised it (formatted, when raised USING arguments), and the position ("At procedure ..."), so a message
 // holding line breaks stays one entry.
 func exceptionLines(fb *firebirdsql.FbError) []string {
 	if len(fb.GDSCodes) > 0 && fb.GDSCodes[0] == firebirdsql.ISCExcept && len(fb.Params) == len(fb.GDSCodes) {
 		lines := make([]string, 0, len(fb.Params))
 		for i, p := range fb.Params {
 			text := strings.Join(p, " ")
-			if i == 0 {
+			switch {
+			case i == 0:
 				text = "exception " + text
+			case fb.GDSCodes[i] == firebirdsql.ISCFormattedException && len(p) > 0:
+				// EXCEPTION e USING (...): the server sends the formatted
+				// message and then each argument; the client library
+				// shows the message alone.
+				text = p[0]
 			}
 			lines = append(lines, text)
 		}

@@ -73,3 +73,46 @@ func TestAnswersBeyondTheirLimitsAreRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestExceptionRaisedUsingArguments: ex_execsql holds the message as the
+// client library formats it (isql, the vendor's client), never the raw
+// arguments the status vector also carries.
+func TestExceptionRaisedUsingArguments(t *testing.T) {
+	cfg := fbtest.Demo(t)
+	admin := fbtest.Open(t, fbtest.Admin(t, cfg))
+	for _, stmt := range []string{
+		`CREATE OR ALTER EXCEPTION E_TEST_PAGO 'El pago @1 ya existe (fecha @2)'`,
+		`CREATE OR ALTER PROCEDURE REST_TEST_PAGO (P_N VARCHAR(15)) RETURNS (N VARCHAR(15)) AS BEGIN
+			IF (P_N = 'using') THEN EXCEPTION E_TEST_PAGO USING ('1001', '2024-02-29');
+			IF (P_N = 'text') THEN EXCEPTION E_TEST_PAGO 'línea 1' || ASCII_CHAR(10) || 'línea 2';
+			IF (P_N = 'plain') THEN EXCEPTION E_TEST_PAGO;
+			N = P_N;
+			SUSPEND;
+		END`,
+		`GRANT USAGE ON EXCEPTION E_TEST_PAGO TO PROCEDURE REST_TEST_PAGO`,
+		`GRANT EXECUTE ON PROCEDURE REST_TEST_PAGO TO GATEWAY`,
+	} {
+		if _, err := admin.Exec(stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	var number int
+	if err := admin.QueryRow(`SELECT RDB$EXCEPTION_NUMBER FROM RDB$EXCEPTIONS WHERE RDB$EXCEPTION_NAME = 'E_TEST_PAGO'`).Scan(&number); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, gateway.Config{}, map[string]any{"demo": anonymous(cfg)})
+	tests := map[string]string{
+		"using": "El pago 1001 ya existe (fecha 2024-02-29)",
+		"text":  "línea 1\nlínea 2",
+		"plain": "El pago @1 ya existe (fecha @2)",
+	}
+	for arg, message := range tests {
+		t.Run(arg, func(t *testing.T) {
+			r := e.post(t, path("demo", "executequery"), `{"CLAVE":"Get_Pago","N":"`+arg+`"}`)
+			want := fmt.Sprintf("[firebirdsql]exception %d\r\nE_TEST_PAGO\r\n%s\r\nAt procedure 'REST_TEST_PAGO' line: ", number, message)
+			if r.Status != 200 || r.Body.ExExecSQL == nil || !strings.HasPrefix(*r.Body.ExExecSQL, want) {
+				t.Fatalf("HTTP %d %s; want ex_execsql starting %q", r.Status, r.Raw, want)
+			}
+		})
+	}
+}

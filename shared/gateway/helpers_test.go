@@ -57,7 +57,8 @@ type env struct {
 }
 
 // testOperations adds to the specification's table what only tests use: a
-// procedure returning every Firebird type, one that tests alter, one
+// procedure returning every Firebird type, one that tests alter, one raising
+// exceptions (REST_TEST_PAGO, TestExceptionRaisedUsingArguments), one
 // returning as many wide rows as asked (REST_TEST_FILAS, setupRows), a write
 // whose read-back fails and one whose read-back is too large to answer.
 func testOperations() []catalog.Operation {
@@ -80,6 +81,7 @@ func testOperations() []catalog.Operation {
 		catalog.Operation{Clave: "Get_Version", Endpoint: catalog.ExecuteQuery, Procedure: "REST_TEST_VERSION"},
 		catalog.Operation{Clave: "Get_Filas_100", Endpoint: catalog.ExecuteQuery, Procedure: "REST_TEST_FILAS", Params: rows, MaxRows: 100},
 		catalog.Operation{Clave: "Get_Filas", Endpoint: catalog.ExecuteQuery, Procedure: "REST_TEST_FILAS", Params: rows},
+		catalog.Operation{Clave: "Get_Pago", Endpoint: catalog.ExecuteQuery, Procedure: "REST_TEST_PAGO", Params: rows},
 		broken, big)
 }
 
