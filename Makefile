@@ -54,13 +54,13 @@ demo-reset: firebird
 run: demo-db
 	@go build -o bin/localserver ./infra/localserver
 	@echo; echo "Try, from another terminal:"; echo
-	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' $(BASE)/executequery -d '{\"CLAVE\":\"Get_Referencias\",\"CODIGO\":\"REF0001\"}'"
-	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' $(BASE)/executequery -d '{\"CLAVE\":\"Get_Referencias\",\"CODIGO\":\"NO-EXISTE\"}'"
-	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' $(BASE)/executequery -d '{\"CLAVE\":\"Get_Terceros\",\"CODIGO\":\"800000000\"}'"
-	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' $(BASE)/executequery -d '{\"CLAVE\":\"Get_Gestion_Primario\",\"TIPO\":\"FV\",\"PREFIJO\":\"FE\",\"NUMERO\":\"1000\"}'"
-	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' $(BASE)/executequery -d '{\"CLAVE\":\"Get_Inventario_Precio\",\"FECHA_CORTE_\":\"22.11.2026\",\"REFERENCIA_\":\"REF0003\"}'"
-	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' $(BASE)/executequery -d '{\"CLAVE\":\"Get_Inventario_Precio\",\"FECHA_CORTE_\":\"22.11.2026\",\"REFERENCIA_\":\"\"}' | wc -c"
-	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' $(BASE)/execute -d '{\"CLAVE\":\"Set_Terceros\",\"CODIGO\":\"901234567\",\"DV\":\"3\",\"NATURALEZA\":\"J\",\"EMPRESA\":\"Café Ñuñoa S.A.S.\",\"RAZON_COMERCIAL\":\"Café Ñuñoa\",\"DIRECCION\":\"Calle 10 # 4-21\",\"CODIDENTIDAD\":\"NIT\",\"CODSOCIEDAD\":\"SAS\",\"CODPAIS\":\"CO\",\"CODMUNICIPIO\":\"05001\",\"CODACTIVIDAD\":\"NA\",\"CODZONA\":\"NA\"}'"
+	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' -H 'Content-Type: application/json' $(BASE)/executequery -d '{\"CLAVE\":\"Get_Referencias\",\"CODIGO\":\"REF0001\"}'"
+	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' -H 'Content-Type: application/json' $(BASE)/executequery -d '{\"CLAVE\":\"Get_Referencias\",\"CODIGO\":\"NO-EXISTE\"}'"
+	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' -H 'Content-Type: application/json' $(BASE)/executequery -d '{\"CLAVE\":\"Get_Terceros\",\"CODIGO\":\"800000000\"}'"
+	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' -H 'Content-Type: application/json' $(BASE)/executequery -d '{\"CLAVE\":\"Get_Gestion_Primario\",\"TIPO\":\"FV\",\"PREFIJO\":\"FE\",\"NUMERO\":\"1000\"}'"
+	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' -H 'Content-Type: application/json' $(BASE)/executequery -d '{\"CLAVE\":\"Get_Inventario_Precio\",\"FECHA_CORTE_\":\"22.11.2026\",\"REFERENCIA_\":\"REF0003\"}'"
+	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' -H 'Content-Type: application/json' $(BASE)/executequery -d '{\"CLAVE\":\"Get_Inventario_Precio\",\"FECHA_CORTE_\":\"22.11.2026\",\"REFERENCIA_\":\"\"}' | wc -c"
+	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' -H 'Content-Type: application/json' $(BASE)/execute -d '{\"CLAVE\":\"Set_Terceros\",\"CODIGO\":\"901234567\",\"DV\":\"3\",\"NATURALEZA\":\"J\",\"EMPRESA\":\"Café Ñuñoa S.A.S.\",\"RAZON_COMERCIAL\":\"Café Ñuñoa\",\"DIRECCION\":\"Calle 10 # 4-21\",\"CODIDENTIDAD\":\"NIT\",\"CODSOCIEDAD\":\"SAS\",\"CODPAIS\":\"CO\",\"CODMUNICIPIO\":\"05001\",\"CODACTIVIDAD\":\"NA\",\"CODZONA\":\"NA\"}'"
 	@echo
 	@GATEWAY_CATALOG=$(or $(CATALOG),infra/catalog.demo.json) ./bin/localserver -addr $(ADDR) -instances $(INSTANCES) -access $(or $(ACCESS),$(DEMO_ACCESS))
 

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"os"
 	"reflect"
-	"regexp"
 	"slices"
 	"testing"
 
@@ -16,6 +15,7 @@ import (
 
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/fbtest"
+	"github.com/erp-gateway/gateway/shared/openapi"
 )
 
 // samLocalEnv is the environment infra/env.json gives both functions under
@@ -93,7 +93,7 @@ func TestREADMEExamplesUnderSamLocalEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	examples := regexp.MustCompile("(?s)```sh\ncurl -s -H 'Authorization: (Bearer \\S+)' http://127.0.0.1:3000(/\\S+) \\\\\n  -d '([^']*)'\n```\n```json\n(.*?)\n```").FindAllSubmatch(readme, -1)
+	examples := openapi.ExamplesFromREADME(readme)
 	if len(examples) < 9 {
 		t.Fatalf("found %d examples in the README", len(examples))
 	}
@@ -122,14 +122,13 @@ func TestREADMEExamplesUnderSamLocalEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	endpoint := regexp.MustCompile(`/(executequery|execute)$`)
 	for _, ex := range examples {
-		auth, p, body, want := string(ex[1]), string(ex[2]), string(ex[3]), string(ex[4])
+		auth, p, body, want := ex.Authorization, ex.Path, ex.Request, ex.Answer
 		ev := restEvent(t, p, body, func(ev *events.APIGatewayProxyRequest) {
 			ev.Headers["Authorization"] = auth
 			ev.MultiValueHeaders["Authorization"] = []string{auth}
 		})
-		resp, err := fns[endpoint.FindStringSubmatch(p)[1]].Handle(context.Background(), ev)
+		resp, err := fns[string(ex.Endpoint)].Handle(context.Background(), ev)
 		if err != nil {
 			t.Fatal(err)
 		}

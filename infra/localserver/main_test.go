@@ -171,11 +171,32 @@ func TestLocalServerServesItsOpenAPIDocument(t *testing.T) {
 			Schemas map[string]json.RawMessage `json:"schemas"`
 		} `json:"components"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil || resp.StatusCode != 200 || doc.OpenAPI != "3.1.0" {
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil || resp.StatusCode != 200 || doc.OpenAPI != "3.1.0" {
 		t.Fatalf("HTTP %d, %v, %+v", resp.StatusCode, err, doc)
 	}
 	if _, ok := doc.Components.Schemas["Get_Inventario_Precio.answer"]; !ok {
 		t.Fatalf("no schema for the catalog's Get_Inventario_Precio: %v", doc.Components.Schemas)
+	}
+	// The served copy has examples too: a request of every operation.
+	var ops struct {
+		Paths map[string]map[string]struct {
+			RequestBody struct {
+				Content map[string]struct {
+					Examples map[string]struct{ Value map[string]string } `json:"examples"`
+				} `json:"content"`
+			} `json:"requestBody"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(raw, &ops); err != nil {
+		t.Fatal(err)
+	}
+	ex := ops.Paths["/{instance}/RestServerIsapi.dll/api/v1/{class}/executequery"]["post"].RequestBody.Content["application/json"].Examples
+	if got := ex["Get_Inventario_Precio"].Value; got["CLAVE"] != "Get_Inventario_Precio" || got["FECHA_CORTE_"] != "22.11.2026" {
+		t.Fatalf("served request examples: %v", ex)
 	}
 }
 

@@ -135,3 +135,82 @@ func TestREADMEExamplesFitTheDocument(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswersFitTheirResponses: answers validate against the response
+// schema of their operation as a client's validator reads it (an empty read
+// answer included), every response names its headers, and routing
+// refusals stand apart from the operations, where they cannot happen.
+func TestAnswersFitTheirResponses(t *testing.T) {
+	raw := generated(t)
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	const url = "https://erp-gateway.example/openapi.json"
+	if err := c.AddResource(url, doc); err != nil {
+		t.Fatal(err)
+	}
+	pointer := func(path, method, status string) string {
+		esc := strings.NewReplacer("~", "~0", "/", "~1", "{", "%7B", "}", "%7D")
+		return "#/paths/" + esc.Replace(path) + "/" + method + "/responses/" + status + "/content/application~1json/schema"
+	}
+	read := "/{instance}/RestServerIsapi.dll/api/v1/{class}/executequery"
+	tests := []struct{ path, method, status, answer string }{
+		{read, "post", "200", `{"cod_error":0,"data":[]}`},
+		{read, "post", "200", `{"cod_error":0,"ex_execsql":"[firebirdsql]exception 16\r\nREST_ERROR\r\n***EL TERCERO X NO EXISTE***"}`},
+		{read, "post", "503", `{"cod_error":1205,"ex_execsql":"paused"}`},
+		{"/{instance}/health", "get", "503", `{"cod_error":1202,"ex_execsql":"the settings cannot be read"}`},
+		{"/{instance}/health", "get", "503", `{"cod_error":1201,"status":"unavailable","ex_execsql":"not reachable"}`},
+	}
+	for _, tt := range tests {
+		s, err := c.Compile(url + pointer(tt.path, tt.method, tt.status))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := jsonschema.UnmarshalJSON(strings.NewReader(tt.answer))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Validate(v); err != nil {
+			t.Errorf("%s %s %s %s: %v", tt.method, tt.path, tt.status, tt.answer, err)
+		}
+	}
+
+	var d struct {
+		Paths map[string]map[string]struct {
+			Responses map[string]struct {
+				Headers map[string]any `json:"headers"`
+			} `json:"responses"`
+		} `json:"paths"`
+		Components struct {
+			Responses map[string]struct {
+				Headers map[string]any `json:"headers"`
+			} `json:"responses"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := d.Paths["/{instance}/openapi.json"]["get"]; !ok {
+		t.Error("GET /{instance}/openapi.json is not described")
+	}
+	for path, methods := range d.Paths {
+		for method, op := range methods {
+			for status, r := range op.Responses {
+				if status == "404" || status == "405" {
+					t.Errorf("%s %s lists %s, which it cannot answer", method, path, status)
+				}
+				want := map[string][]string{"401": {"WWW-Authenticate"}, "503": {"Retry-After"}, "429": {"Retry-After"}}[status]
+				for _, h := range append(want, "X-Request-Id", "Cache-Control") {
+					if r.Headers[h] == nil {
+						t.Errorf("%s %s %s does not describe %s", method, path, status, h)
+					}
+				}
+			}
+		}
+	}
+	if d.Components.Responses["MethodNotAllowed"].Headers["Allow"] == nil || d.Components.Responses["NotFound"].Headers == nil {
+		t.Errorf("routing refusals: %+v", d.Components.Responses)
+	}
+}

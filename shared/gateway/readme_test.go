@@ -6,13 +6,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/gateway"
+	"github.com/erp-gateway/gateway/shared/openapi"
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
@@ -23,8 +23,7 @@ func TestREADMEExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pair := regexp.MustCompile("(?s)```sh\ncurl -s -H 'Authorization: (Bearer \\S+)' http://127.0.0.1:3000(/\\S+) \\\\\n  -d '([^']*)'\n```\n```json\n(.*?)\n```")
-	examples := pair.FindAllSubmatch(readme, -1)
+	examples := openapi.ExamplesFromREADME(readme)
 	if len(examples) < 9 {
 		t.Fatalf("found %d examples in the README", len(examples))
 	}
@@ -53,9 +52,10 @@ func TestREADMEExamples(t *testing.T) {
 	e := newEnv(t, gateway.Config{}, map[string]any{"demo": inst})
 	h := gateway.New(gateway.Config{}, cat, fbtest.DemoAccess(t, "../.."), e.src, e.db, slog.New(slog.DiscardHandler))
 	for _, ex := range examples {
-		auth, p, body, want := string(ex[1]), string(ex[2]), string(ex[3]), string(ex[4])
+		auth, p, body, want := ex.Authorization, ex.Path, ex.Request, ex.Answer
 		req := httptest.NewRequest(http.MethodPost, p, strings.NewReader(body))
 		req.Header.Set("Authorization", auth)
+		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		if got := rec.Body.String(); got != want {

@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/erp"
 )
 
 // Input is what a document is made from.
@@ -29,10 +31,12 @@ type Input struct {
 
 // Example is one request and its answer, as the README shows them.
 type Example struct {
-	Endpoint catalog.Endpoint
-	Request  string
-	Status   int
-	Answer   string
+	Authorization string // the header's value
+	Path          string
+	Endpoint      catalog.Endpoint
+	Request       string
+	Status        int
+	Answer        string
 }
 
 // obj is a JSON object whose keys keep their order: the order of a row's
@@ -114,7 +118,8 @@ func Document(in Input) ([]byte, error) {
 			paths = append(paths, kv{"/{instance}/RestServerIsapi.dll/api/v1/{class}/" + string(e.endpoint), obj{{"post", operation(in, e.endpoint, e.ops)}}})
 		}
 	}
-	paths = append(paths, kv{"/{instance}/health", obj{{"get", health()}}})
+	paths = append(paths, kv{"/{instance}/health", obj{{"get", health()}}},
+		kv{"/{instance}/openapi.json", obj{{"get", self()}}})
 	doc := obj{
 		{"openapi", "3.1.0"},
 		{"info", obj{
@@ -126,8 +131,10 @@ func Document(in Input) ([]byte, error) {
 		{"security", []obj{{{"bearer", []string{}}}}},
 		{"paths", paths},
 		{"components", obj{
-			{"securitySchemes", obj{{"bearer", obj{{"type", "http"}, {"scheme", "bearer"}, {"description", "The instance's token (README, \"Access\")."}}}}},
+			{"securitySchemes", obj{{"bearer", obj{{"type", "http"}, {"scheme", "bearer"}, {"description", "The instance's token (README, \"Tokens\")."}}}}},
 			{"schemas", schemas},
+			{"headers", headers()},
+			{"responses", routingResponses()},
 		}},
 	}
 	out, err := json.MarshalIndent(doc, "", "  ")
@@ -140,7 +147,7 @@ func Document(in Input) ([]byte, error) {
 func pathParams(class string) []obj {
 	return []obj{
 		{{"name", "instance"}, {"in", "path"}, {"required", true}, {"description", "The ERP instance."},
-			{"schema", obj{{"type", "string"}, {"pattern", "^[A-Za-z0-9_-]{1,64}$"}}}},
+			{"schema", obj{{"type", "string"}, {"pattern", erp.InstanceNamePattern}}}},
 		{{"name", "class"}, {"in", "path"}, {"required", true}, {"description", "The interface class of the vendor's path."},
 			{"schema", obj{{"const", class}}}},
 	}
@@ -156,6 +163,9 @@ func operation(in Input, endpoint catalog.Endpoint, ops obj) obj {
 	}
 	answers = append(answers, ref("DatabaseRefusal"))
 	reqExamples, ansExamples := obj{}, obj{}
+	for _, e := range ops {
+		reqExamples = append(reqExamples, kv{e.k, obj{{"summary", "Every required parameter, with a value of its form"}, {"value", catalogExample(e.v.(*catalog.Operation))}}})
+	}
 	for i, ex := range in.Examples {
 		if ex.Endpoint != endpoint || ex.Status != 200 {
 			continue
@@ -165,51 +175,65 @@ func operation(in Input, endpoint catalog.Endpoint, ops obj) obj {
 		ansExamples = append(ansExamples, kv{name, obj{{"value", json.RawMessage(ex.Answer)}}})
 	}
 	reqMedia := obj{{"schema", obj{{"oneOf", requests}, {"discriminator", obj{{"propertyName", "CLAVE"}, {"mapping", mapping}}}}}}
-	ansMedia := obj{{"schema", obj{{"oneOf", answers}}}}
-	if len(reqExamples) > 0 {
-		reqMedia = append(reqMedia, kv{"examples", reqExamples})
-		ansMedia = append(ansMedia, kv{"examples", ansExamples})
-	}
-	refusal := func(text string) obj {
-		return obj{{"description", text}, {"content", obj{{"application/json", obj{{"schema", ref("Refusal")}}}}}}
-	}
-	summary := "Run a read operation (a selectable procedure)"
+	reqMedia = append(reqMedia, kv{"examples", reqExamples})
+	ok := answer(200, "The procedure's rows (`data`, each row's keys in the procedure's output order), or the database's refusal (`ex_execsql`).", ansExamples, answers...)
+	summary, scope := "Run a read operation (a selectable procedure)", erp.ScopeEdge|erp.ScopeInstance|erp.ScopeBody|erp.ScopeDatabase
 	if endpoint == catalog.Execute {
-		summary = "Run a write operation (an executable procedure, answered by its read-back)"
+		summary, scope = "Run a write operation (an executable procedure, answered by its read-back)", scope|erp.ScopeWrite
 	}
 	return obj{
 		{"operationId", string(endpoint)},
 		{"summary", summary},
 		{"parameters", pathParams(in.Class)},
 		{"requestBody", obj{{"required", true}, {"content", obj{{"application/json", reqMedia}}}}},
-		{"responses", obj{
-			{"200", obj{{"description", "The procedure's rows (`data`, each row's keys in the procedure's output order), or the database's refusal (`ex_execsql`)."}, {"content", obj{{"application/json", ansMedia}}}}},
-			{"400", refusal("The body is not a valid request: 1001, 1003–1011; the instance name is not valid: 1103.")},
-			{"401", refusal("No token, a wrong or revoked token, several Authorization headers, or no such instance: 1105.")},
-			{"404", refusal("No such path: 1101.")},
-			{"405", refusal("Not POST: 1102.")},
-			{"408", refusal("The body did not arrive in time (the local server): 1012.")},
-			{"413", refusal("The body is too large: 1002.")},
-			{"422", refusal("The answer has more rows than the operation's limit (1301) or is larger than a Lambda function may return (1302).")},
-			{"429", refusal("Throttled (API Gateway, an API key's plan, WAF, the local server's bound): 1203.")},
-			{"500", refusal("A bug: 1299.")},
-			{"503", refusal("The database is unreachable, cannot run the operation, or did not answer in time (1201); the instance's settings cannot be read (1202); a write's outcome is unknown (1204); calls to the instance are paused after repeated failures, see Retry-After (1205).")},
-		}},
+		{"responses", append(obj{{"200", ok}}, refusals(scope)...)},
 	}
 }
 
 func health() obj {
-	content := obj{{"application/json", obj{{"schema", ref("Health")}}}}
+	responses := obj{{"200", answer(200, "ok, or warnings", nil, ref("Health"))}}
+	for _, r := range refusals(erp.ScopeEdge | erp.ScopeInstance) {
+		if r.k == "503" {
+			// The health check answers its own document when the database
+			// fails; the instance's settings failing is a refusal.
+			r.v = answer(503, "failing (a fatal finding) or unavailable; or 1202: "+erp.CodeConfig.Info().Meaning, nil, ref("Health"), ref("Refusal"))
+		}
+		responses = append(responses, r)
+	}
 	return obj{
 		{"operationId", "health"},
 		{"summary", "Connect to the instance's database and compare the catalog with it"},
 		{"parameters", pathParams("")[:1]},
-		{"responses", obj{
-			{"200", obj{{"description", "ok, or warnings"}, {"content", content}}},
-			{"401", obj{{"description", "No token, a wrong token, or no such instance."}, {"content", obj{{"application/json", obj{{"schema", ref("Refusal")}}}}}}},
-			{"503", obj{{"description", "failing (a fatal finding) or unavailable"}, {"content", content}}},
-		}},
+		{"responses", responses},
 	}
+}
+
+// self is this document's own path: the local server serves it (make run);
+// a Lambda deployment does not.
+func self() obj {
+	return obj{
+		{"operationId", "openapi"},
+		{"summary", "This document, its answers' columns as the instance's database declares them (the local server only)"},
+		{"parameters", pathParams("")[:1]},
+		{"responses", append(obj{{"200", answer(200, "The OpenAPI 3.1 document.", nil, obj{{"type", "object"}})}},
+			refusals(erp.ScopeEdge|erp.ScopeInstance, erp.CodeUnavailable)...)},
+	}
+}
+
+// catalogExample is a request of op with a value of its form for every
+// required parameter.
+func catalogExample(op *catalog.Operation) json.RawMessage {
+	b := []byte(`{"CLAVE":`)
+	b = strconv.AppendQuote(b, op.Clave)
+	for _, p := range op.Params {
+		if p.Required {
+			b = append(b, ',')
+			b = strconv.AppendQuote(b, p.Name)
+			b = append(b, ':')
+			b = strconv.AppendQuote(b, p.Example())
+		}
+	}
+	return append(b, '}')
 }
 
 var dateToken = strings.NewReplacer("DD", `\d{2}`, "MM", `\d{2}`, "YYYY", `\d{4}`, ".", `\.`)
@@ -328,20 +352,21 @@ func claveOf(body string) string {
 	return "example"
 }
 
-// ExamplesFromREADME reads the README's curl examples and their answers (the
-// pairs TestREADMEExamples replays).
+// ExamplesFromREADME reads the README's curl examples and their answers, as
+// the tests that replay them and the document's examples take them.
 func ExamplesFromREADME(readme []byte) []Example {
-	pair := regexp.MustCompile("(?s)```sh\ncurl -s -H 'Authorization: Bearer \\S+' http://127.0.0.1:3000/\\S+/(executequery|execute) \\\\\n  -d '([^']*)'\n```\n```json\n(.*?)\n```")
+	pair := regexp.MustCompile("(?s)```sh\ncurl -s -H 'Authorization: (Bearer \\S+)' -H 'Content-Type: application/json' http://127.0.0.1:3000(/\\S+/(executequery|execute)) \\\\\n  -d '([^']*)'\n```\n```json\n(.*?)\n```")
 	var out []Example
 	for _, m := range pair.FindAllSubmatch(readme, -1) {
 		status := 200
 		var probe struct {
 			CodError int `json:"cod_error"`
 		}
-		if json.Unmarshal(m[3], &probe) == nil && probe.CodError != 0 {
-			status = 400
+		if json.Unmarshal(m[5], &probe) == nil && probe.CodError != 0 {
+			status = erp.Code(probe.CodError).Status()
 		}
-		out = append(out, Example{Endpoint: catalog.Endpoint(m[1]), Request: string(m[2]), Status: status, Answer: string(m[3])})
+		out = append(out, Example{Authorization: string(m[1]), Path: string(m[2]), Endpoint: catalog.Endpoint(m[3]),
+			Request: string(m[4]), Status: status, Answer: string(m[5])})
 	}
 	return slices.Clip(out)
 }
