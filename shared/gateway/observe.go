@@ -89,6 +89,27 @@ func (h *Handler) logRequest(ctx context.Context, r *http.Request, o outcome, wo
 	h.log.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
 }
 
+// Metric is one metric of the requests' log lines.
+type Metric struct {
+	Name, Unit string
+	// PerInstance: also by Instance. Per customer only what an operator
+	// asks per customer, as every dimension combination is a metric billed
+	// monthly.
+	PerInstance bool
+}
+
+// Metrics lists the metrics every request's line carries, by Operation and
+// Outcome (erp.Outcomes); the template's alarms and dashboard are held to it.
+func Metrics() []Metric {
+	return []Metric{
+		{"Requests", "Count", true}, {"Latency", "Milliseconds", true},
+		{"DatabaseTime", "Milliseconds", false}, {"BreakerTrips", "Count", false},
+		// What the request cost the systems it shares: a rise here is a
+		// cold cache or churning connections.
+		{"SecretFetches", "Count", false}, {"ConnectionOpens", "Count", false}, {"StatementPrepares", "Count", false},
+	}
+}
+
 // emf is the Embedded Metric Format part of a request's line: the metadata
 // under _aws and the dimension and metric values as top-level members.
 func (h *Handler) emf(o outcome, work *tally.Counts, ms float64) []slog.Attr {
@@ -102,39 +123,37 @@ func (h *Handler) emf(o outcome, work *tally.Counts, ms float64) []slog.Attr {
 	if instance == "" {
 		instance = "-"
 	}
-	trips := 0
+	trips := 0.0
 	if o.tripped {
 		trips = 1
 	}
-	metric := func(name, unit string) map[string]string { return map[string]string{"Name": name, "Unit": unit} }
-	return []slog.Attr{
-		slog.Group("_aws",
-			slog.Int64("Timestamp", time.Now().UnixMilli()),
-			slog.Any("CloudWatchMetrics", []map[string]any{{
-				"Namespace":  h.cfg.MetricsNamespace,
-				"Dimensions": [][]string{{"Operation", "Outcome"}},
-				"Metrics": []map[string]string{metric("Requests", "Count"), metric("Latency", "Milliseconds"),
-					metric("DatabaseTime", "Milliseconds"), metric("BreakerTrips", "Count"),
-					// What the request cost the systems it shares: a rise
-					// here is a cold cache or churning connections.
-					metric("SecretFetches", "Count"), metric("ConnectionOpens", "Count"), metric("StatementPrepares", "Count")},
-			}, {
-				// Per customer only what an operator asks per customer, as
-				// every dimension combination is a metric billed monthly.
-				"Namespace":  h.cfg.MetricsNamespace,
-				"Dimensions": [][]string{{"Instance", "Operation", "Outcome"}},
-				"Metrics":    []map[string]string{metric("Requests", "Count"), metric("Latency", "Milliseconds")},
-			}}),
-		),
+	values := map[string]float64{
+		"Requests": 1, "Latency": ms, "DatabaseTime": float64(o.dbTime.Microseconds()) / 1000, "BreakerTrips": trips,
+		"SecretFetches":     float64(work.Get(tally.SecretFetches)),
+		"ConnectionOpens":   float64(work.Get(tally.ConnectionOpens)),
+		"StatementPrepares": float64(work.Get(tally.StatementPrepares)),
+	}
+	var all, perInstance []map[string]string
+	attrs := []slog.Attr{
 		slog.String("Operation", operation),
 		slog.String("Outcome", string(o.class())),
 		slog.String("Instance", instance),
-		slog.Int("Requests", 1),
-		slog.Float64("Latency", ms),
-		slog.Float64("DatabaseTime", float64(o.dbTime.Microseconds())/1000),
-		slog.Int("BreakerTrips", trips),
-		slog.Int64("SecretFetches", work.Get(tally.SecretFetches)),
-		slog.Int64("ConnectionOpens", work.Get(tally.ConnectionOpens)),
-		slog.Int64("StatementPrepares", work.Get(tally.StatementPrepares)),
 	}
+	for _, m := range Metrics() {
+		def := map[string]string{"Name": m.Name, "Unit": m.Unit}
+		all = append(all, def)
+		if m.PerInstance {
+			perInstance = append(perInstance, def)
+		}
+		attrs = append(attrs, slog.Float64(m.Name, values[m.Name]))
+	}
+	return append([]slog.Attr{
+		slog.Group("_aws",
+			slog.Int64("Timestamp", time.Now().UnixMilli()),
+			slog.Any("CloudWatchMetrics", []map[string]any{
+				{"Namespace": h.cfg.MetricsNamespace, "Dimensions": [][]string{{"Operation", "Outcome"}}, "Metrics": all},
+				{"Namespace": h.cfg.MetricsNamespace, "Dimensions": [][]string{{"Instance", "Operation", "Outcome"}}, "Metrics": perInstance},
+			}),
+		),
+	}, attrs...)
 }

@@ -1,0 +1,172 @@
+package firebird
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"io"
+	"strings"
+	"sync/atomic"
+
+	"github.com/erp-gateway/gateway/shared/erp"
+	"github.com/erp-gateway/gateway/shared/record"
+)
+
+// session is what a call's body runs statements with.
+type session struct {
+	conn *conn
+	fc   driverConn
+	at   *atomic.Int32
+}
+
+func (s *session) prepare(ctx context.Context, query string) (*stmt, error) {
+	s.at.Store(int32(preparing))
+	st, err := s.conn.statement(ctx, s.fc, query)
+	if err != nil {
+		return nil, err
+	}
+	s.at.Store(int32(executing))
+	return st, nil
+}
+
+// failed keeps a statement after the procedure's own refusal (an exception, a
+// constraint) or an answer over its limits, and drops it after anything
+// else, so it is prepared anew.
+func (s *session) failed(ctx context.Context, query string, err error) error {
+	var exc *erp.Exception
+	if overLimit(err) || errors.As(classify(ctx, executing, err), &exc) {
+		return err
+	}
+	if s.conn.settle(ctx, s.fc, err) {
+		s.conn.forget(query)
+	}
+	return err
+}
+
+func (s *session) exec(ctx context.Context, query string, args []any) error {
+	st, err := s.prepare(ctx, query)
+	if err != nil {
+		return err
+	}
+	ex, ok := st.Stmt.(driver.StmtExecContext)
+	if !ok {
+		return errors.New("firebird: statement cannot execute with a context")
+	}
+	if _, err := ex.ExecContext(ctx, named(args)); err != nil {
+		return s.failed(ctx, query, err)
+	}
+	return nil
+}
+
+func (s *session) query(ctx context.Context, query string, args []any, out *record.Encoder) error {
+	st, err := s.prepare(ctx, query)
+	if err != nil {
+		return err
+	}
+	qc, ok := st.Stmt.(driver.StmtQueryContext)
+	if !ok {
+		return errors.New("firebird: statement cannot query with a context")
+	}
+	rows, err := qc.QueryContext(ctx, named(args))
+	if err != nil {
+		return s.failed(ctx, query, err)
+	}
+	if err := collect(rows, out); err != nil {
+		// Past an answer's limits the rest is not fetched: closing the
+		// cursor tells the server to stop.
+		if s.conn.settle(ctx, s.fc, err) {
+			rows.Close() //nolint:errcheck // the fetch's error is the one to report
+		}
+		return s.failed(ctx, query, err)
+	}
+	// Closes the cursor and keeps the statement for the next call.
+	if err := rows.Close(); err != nil {
+		return s.failed(ctx, query, err)
+	}
+	return nil
+}
+
+func named(args []any) []driver.NamedValue {
+	nv := make([]driver.NamedValue, len(args))
+	for i, a := range args {
+		nv[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
+	}
+	return nv
+}
+
+func selectSQL(procedure string, n int) string {
+	return "SELECT * FROM " + procedure + placeholders(n)
+}
+
+func executeSQL(procedure string, n int) string {
+	return "EXECUTE PROCEDURE " + procedure + placeholders(n)
+}
+
+func placeholders(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return "(" + strings.Repeat("?, ", n-1) + "?)"
+}
+
+// collect encodes every row as it is fetched; a procedure's exception can
+// arrive with the first fetch rather than with the execute.
+func collect(rows driver.Rows, out *record.Encoder) error {
+	names := rows.Columns()
+	cols := make([]record.Column, len(names))
+	for i, name := range names {
+		cols[i] = record.Column{Name: name, Kind: kindOf(rows, i)}
+	}
+	out.Columns(cols)
+	dest := make([]driver.Value, len(names))
+	row := make([]any, len(names))
+	for {
+		if err := rows.Next(dest); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		for i, v := range dest {
+			row[i] = v
+		}
+		if err := out.Row(row); err != nil {
+			return err
+		}
+	}
+}
+
+func kindOf(rows driver.Rows, i int) record.Kind {
+	tn, ok := rows.(driver.RowsColumnTypeDatabaseTypeName)
+	if !ok {
+		return record.Text
+	}
+	switch tn.ColumnTypeDatabaseTypeName(i) {
+	case "SHORT", "LONG", "INT64", "INT128":
+		if ps, ok := rows.(driver.RowsColumnTypePrecisionScale); ok {
+			if _, scale, ok := ps.ColumnTypePrecisionScale(i); ok && scale < 0 {
+				return record.Decimal
+			}
+		}
+		return record.Integer
+	case "DECFLOAT", "DEC16", "DEC34":
+		return record.Decimal
+	case "DOUBLE", "D_FLOAT":
+		return record.Float64
+	case "FLOAT":
+		return record.Float32
+	case "BOOLEAN":
+		return record.Boolean
+	case "DATE":
+		return record.Date
+	case "TIME", "TIME WITH TIMEZONE", "TIME WITH TIME ZONE":
+		return record.Time
+	case "TIMESTAMP", "TIMESTAMP WITH TIMEZONE", "TIMESTAMP WITH TIME ZONE":
+		return record.Timestamp
+	case "BLOB":
+		// Text BLOBs arrive as string and are encoded as text whatever the
+		// kind; only binary ones arrive as []byte.
+		return record.Binary
+	}
+	return record.Text
+}
