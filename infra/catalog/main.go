@@ -15,8 +15,6 @@ import (
 	"os"
 	"os/signal"
 
-	_ "github.com/nakagami/firebirdsql"
-
 	"github.com/erp-gateway/gateway/shared/catalog"
 )
 
