@@ -148,12 +148,14 @@ func TestDoctorTranscript(t *testing.T) {
 	}
 	broken := filepath.Join(dir, "catalog.json")
 	if err := os.WriteFile(broken, []byte(`{"operations":[{"clave":"Get_Saldo","endpoint":"executequery","procedure":"REST_SELECT_SALDO","params":[{"name":"CODIGO","max_chars":15}]},
+		{"clave":"Get_Gestion_Primario","endpoint":"executequery","procedure":"REST_SELECT_GESTION_PRIMARIO","params":[{"name":"TIPO","max_chars":5},{"name":"NUMERO","max_chars":5}]},
 		{"clave":"Get_Terceros","endpoint":"executequery","procedure":"REST_SELECT_TERCEROS","params":[{"name":"CODIGO","max_chars":12}]}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	out.Reset()
 	err := doctor(context.Background(), []string{"-instances", instances, "-catalog", broken}, &out)
-	want := "demo: FATAL: REST_SELECT_SALDO (Get_Saldo): the procedure does not exist in the database\n" +
+	want := "demo: FATAL: REST_SELECT_GESTION_PRIMARIO (Get_Gestion_Primario): the database declares 3 input parameters, the catalog 2: the catalog has no parameter for P_PREFIJO\n" +
+		"demo: FATAL: REST_SELECT_SALDO (Get_Saldo): the procedure does not exist in the database\n" +
 		"demo: warning: REST_SELECT_TERCEROS (Get_Terceros): input P_CODIGO is VARCHAR(15) in the database, the catalog allows 12 characters\n"
 	if !errors.Is(err, errFindings) || out.String() != want {
 		t.Fatalf("%v:\n%s\nwant:\n%s", err, out.String(), want)

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,12 +33,21 @@ func setupDoctor(t testing.TB, cfg firebird.Config) {
 		`GRANT EXECUTE ON PROCEDURE REST_DOC_CORTO TO GATEWAY`,
 		`GRANT EXECUTE ON PROCEDURE REST_DOC_BLOB TO GATEWAY`,
 		`REVOKE ALL ON PROCEDURE REST_DOC_SIN_PERMISO FROM GATEWAY`,
+		// Raises an exception without USAGE on it: Firebird 3 refuses to
+		// prepare it, even for calls that would not raise.
+		`CREATE OR ALTER EXCEPTION REST_DOC_SIN_USAGE_E 'sin usage'`,
+		`CREATE OR ALTER PROCEDURE REST_DOC_SIN_USAGE (P_CODIGO VARCHAR(15)) RETURNS (X INTEGER) AS BEGIN IF (P_CODIGO = '') THEN EXCEPTION REST_DOC_SIN_USAGE_E; X = 1; SUSPEND; END`,
+		`GRANT EXECUTE ON PROCEDURE REST_DOC_SIN_USAGE TO GATEWAY`,
+		`REVOKE USAGE ON EXCEPTION REST_DOC_SIN_USAGE_E FROM PROCEDURE REST_DOC_SIN_USAGE`,
 	} {
 		if _, err := admin.ExecContext(ctx, stmt); err != nil && !strings.HasPrefix(stmt, "REVOKE") {
 			t.Fatalf("%s: %v", stmt, err)
 		}
 	}
 }
+
+// sinUsage is the doctor's finding on REST_DOC_SIN_USAGE.
+const sinUsage = "REST_DOC_SIN_USAGE (Get_Doc_Sin_Usage): it raises REST_DOC_SIN_USAGE_E without USAGE, so Firebird refuses to prepare it and every call fails (GRANT USAGE ON EXCEPTION REST_DOC_SIN_USAGE_E TO PROCEDURE REST_DOC_SIN_USAGE)"
 
 // doctorOperations: one operation per procedure of setupDoctor, and one whose
 // procedure does not exist, each taking CODIGO of up to 15 characters.
@@ -52,6 +62,7 @@ func doctorOperations() []catalog.Operation {
 		op("Get_Doc_Sin_Permiso", "REST_DOC_SIN_PERMISO"),
 		op("Get_Doc_Blob", "REST_DOC_BLOB"),
 		op("Get_Doc_Falta", "REST_DOC_NO_EXISTE"),
+		op("Get_Doc_Sin_Usage", "REST_DOC_SIN_USAGE"),
 	}
 }
 
@@ -75,6 +86,7 @@ func TestDoctorNamesEachDisagreement(t *testing.T) {
 		"REST_DOC_NO_EXISTE (Get_Doc_Falta): the procedure does not exist in the database",
 		"REST_DOC_LARGO (Get_Doc_Largo): input P_CODIGO is VARCHAR(30) in the database, the catalog allows 15 characters",
 		"REST_DOC_SIN_PERMISO (Get_Doc_Sin_Permiso): the gateway's user may not execute it (GRANT EXECUTE ON PROCEDURE REST_DOC_SIN_PERMISO TO <user>)",
+		sinUsage,
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -119,6 +131,12 @@ func TestACallTheDatabaseCannotRunIsExplained(t *testing.T) {
 	if want := "(REST_DOC_SIN_PERMISO (Get_Doc_Sin_Permiso): the gateway's user may not execute it (GRANT EXECUTE ON PROCEDURE REST_DOC_SIN_PERMISO TO <user>))"; r.Status != 503 || !strings.Contains(r.Raw, want) {
 		t.Fatalf("HTTP %d %s", r.Status, r.Raw)
 	}
+	// Every call of a procedure raising an exception without USAGE fails,
+	// also one that would not raise it.
+	r = do(t, h, http.MethodPost, path("demo", "executequery"), `{"CLAVE":"Get_Doc_Sin_Usage","CODIGO":"1"}`)
+	if r.Status != 503 || *r.Body.CodError != 1201 || !strings.Contains(r.Raw, "("+sinUsage+")") {
+		t.Fatalf("HTTP %d %s", r.Status, r.Raw)
+	}
 	if n := strings.Count(logs.String(), "the catalog and the database disagree"); n != 1 {
 		t.Fatalf("the finding was logged %d times for 3 requests, want once:\n%s", n, logs)
 	}
@@ -135,6 +153,24 @@ func TestHealth(t *testing.T) {
 	// The specification's catalog alone: the test-only procedures of other
 	// tests may not exist yet.
 	e := demoEnv(t, gateway.Config{})
+
+	// A procedure that raises an exception without USAGE on it fails every
+	// call: the health check fails, as for any fatal finding.
+	ops := catalog.DefaultOperations()
+	for _, op := range doctorOperations() {
+		if op.Clave == "Get_Doc_Sin_Usage" {
+			ops = append(ops, op)
+		}
+	}
+	usage, err := catalog.New(ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = do(t, gateway.New(gateway.Config{}, usage, access.Static(e.acc), e.src, e.db, slog.New(slog.DiscardHandler)), http.MethodGet, "/demo/health", "")
+	if want := `{"cod_error":1201,"status":"failing","findings":[{"clave":"Get_Doc_Sin_Usage","fatal":true,"finding":` + strconv.Quote(sinUsage) + `}]}`; r.Status != 503 || r.Raw != want {
+		t.Fatalf("HTTP %d %s\nwant 503 %s", r.Status, r.Raw, want)
+	}
+
 	spec := gateway.New(gateway.Config{}, catalog.Default(), access.Static(e.acc), e.src, e.db, slog.New(slog.DiscardHandler))
 	tests := []struct {
 		name, method, path string
