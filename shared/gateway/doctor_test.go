@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -189,5 +191,87 @@ func TestHealth(t *testing.T) {
 				t.Fatalf("HTTP %d %s", r.Status, r.Raw)
 			}
 		})
+	}
+}
+
+// TestHealthSeesAProcedureChangedAtOnce: after an ALTER or DROP PROCEDURE,
+// the next health check (past its second of reuse) and the next failing call
+// say what changed, though the description a call is explained from is kept
+// a minute.
+func TestHealthSeesAProcedureChangedAtOnce(t *testing.T) {
+	admin := fbtest.Open(t, fbtest.Admin(t, fbtest.Demo(t)))
+	exec := func(stmt string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := admin.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	exec(`CREATE OR ALTER PROCEDURE REST_DOC_EFIMERO (P_CODIGO VARCHAR(15)) RETURNS (X INTEGER) AS BEGIN X = 1; SUSPEND; END`)
+	exec(`GRANT EXECUTE ON PROCEDURE REST_DOC_EFIMERO TO GATEWAY`)
+	cat, err := catalog.New(append(catalog.DefaultOperations(), catalog.Operation{Clave: "Get_Doc_Efimero", Endpoint: catalog.ExecuteQuery,
+		Procedure: "REST_DOC_EFIMERO", Params: []catalog.Param{{Name: "CODIGO", MaxLen: 15, Required: true}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := demoEnv(t, gateway.Config{})
+	h := gateway.New(gateway.Config{}, cat, access.Static(e.acc), e.src, e.db, slog.New(slog.DiscardHandler))
+	health := func(status int, body string) {
+		t.Helper()
+		if r := do(t, h, http.MethodGet, "/demo/health", ""); r.Status != status || r.Raw != body {
+			t.Fatalf("health: HTTP %d %s\nwant %d %s", r.Status, r.Raw, status, body)
+		}
+	}
+	// Past the health check's reuse of a reading (healthReuse, doctor.go).
+	pastReuse := func() { time.Sleep(1100 * time.Millisecond) }
+
+	health(200, `{"cod_error":0,"status":"ok"}`)
+
+	exec(`ALTER PROCEDURE REST_DOC_EFIMERO (P_CODIGO VARCHAR(15), P_MONEDA CHAR(3)) RETURNS (X INTEGER) AS BEGIN X = 1; SUSPEND; END`)
+	pastReuse()
+	added := "REST_DOC_EFIMERO (Get_Doc_Efimero): the database declares 2 input parameters, the catalog 1: the catalog has no parameter for P_MONEDA"
+	// The call fails; the kept description sees nothing wrong with it, so
+	// the database is read again to say why.
+	r := do(t, h, http.MethodPost, path("demo", "executequery"), `{"CLAVE":"Get_Doc_Efimero","CODIGO":"1"}`)
+	if r.Status != 503 || *r.Body.CodError != 1201 || !strings.Contains(r.Raw, "("+added+")") {
+		t.Fatalf("HTTP %d %s", r.Status, r.Raw)
+	}
+	health(503, `{"cod_error":1201,"status":"failing","findings":[{"clave":"Get_Doc_Efimero","fatal":true,"finding":`+strconv.Quote(added)+`}]}`)
+
+	exec(`DROP PROCEDURE REST_DOC_EFIMERO`)
+	pastReuse()
+	health(503, `{"cod_error":1201,"status":"failing","findings":[{"clave":"Get_Doc_Efimero","fatal":true,"finding":"REST_DOC_EFIMERO (Get_Doc_Efimero): the procedure does not exist in the database"}]}`)
+}
+
+// describeCounter is the real pools, counting the descriptions read.
+type describeCounter struct {
+	*countingDB
+	describes atomic.Int64
+}
+
+func (d *describeCounter) Describe(ctx context.Context, t firebird.Target, procedures []string) (map[string]catalog.Procedure, error) {
+	d.describes.Add(1)
+	return d.Pools.Describe(ctx, t, procedures)
+}
+
+// TestHealthChecksAtOnceReadTheDatabaseOnce: a burst of health checks of
+// one instance shares one reading, since each instance has at most one in
+// flight and a reading serves the health check for a second.
+func TestHealthChecksAtOnceReadTheDatabaseOnce(t *testing.T) {
+	e := demoEnv(t, gateway.Config{})
+	db := &describeCounter{countingDB: e.db}
+	h := gateway.New(gateway.Config{}, catalog.Default(), access.Static(e.acc), e.src, db, slog.New(slog.DiscardHandler))
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			if r := do(t, h, http.MethodGet, "/demo/health", ""); r.Status != 200 {
+				t.Errorf("HTTP %d %s", r.Status, r.Raw)
+			}
+		})
+	}
+	wg.Wait()
+	if n := db.describes.Load(); n != 1 {
+		t.Fatalf("16 health checks at once read the database %d times, want once", n)
 	}
 }
