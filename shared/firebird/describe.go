@@ -39,7 +39,7 @@ func Describe(ctx context.Context, cfg Config, names []string) (map[string]catal
 // Firebird upper-cases, so `rest_%` means what it would in a statement, and a
 // procedure only a quoted name reaches (lower case in the database) is one
 // the gateway could not call anyway. Names are compared trimmed: the system
-// table pads them to 63 characters, which an exact name would not match.
+// table pads them with blanks (CHAR), which an exact name would not match.
 func DescribeMatching(ctx context.Context, cfg Config, pattern string) ([]catalog.Procedure, error) {
 	var out []catalog.Procedure
 	err := reading(ctx, cfg, func(tx *sql.Tx) error {
