@@ -15,7 +15,9 @@ import (
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
-func TestFromDBDraftsTheDemoProcedures(t *testing.T) {
+// demoInstances is an instances file with the demo test database as demo.
+func demoInstances(t *testing.T) string {
+	t.Helper()
 	data, err := json.Marshal(map[string]tenants.Instance{"demo": {Connection: fbtest.Demo(t)}})
 	if err != nil {
 		t.Fatal(err)
@@ -24,6 +26,11 @@ func TestFromDBDraftsTheDemoProcedures(t *testing.T) {
 	if err := os.WriteFile(instances, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return instances
+}
+
+func TestFromDBDraftsTheDemoProcedures(t *testing.T) {
+	instances := demoInstances(t)
 	var out, notes bytes.Buffer
 	if err := fromDB(context.Background(), []string{"-instances", instances, "-procedures", "REST_%"}, &out, &notes); err != nil {
 		t.Fatal(err)
@@ -68,6 +75,57 @@ func TestFromDBDraftsTheDemoProcedures(t *testing.T) {
 	}
 }
 
+// TestFromDBMatchesNamesAsSQLWould: an exact name (which the system
+// table pads), in either case, and patterns in either case.
+func TestFromDBMatchesNamesAsSQLWould(t *testing.T) {
+	instances := demoInstances(t)
+	tests := []struct {
+		pattern string
+		want    []string // the drafted CLAVEs, in the procedures' order
+		err     string
+	}{
+		{pattern: "REST_SELECT_TERCEROS", want: []string{"Get_Terceros"}},
+		{pattern: "rest_select_terceros", want: []string{"Get_Terceros"}},
+		{pattern: "Rest_Select_T%", want: []string{"Get_Terceros"}},
+		{pattern: "rest_insert_%", want: []string{"Set_Precio", "Set_Terceros"}},
+		{pattern: "rest_%", want: []string{"Get_Gestion_Primario", "Get_Inventario_Precio", "Get_Referencia", "Get_Terceros"}},
+		{pattern: "REST_SELECT_PAGO", err: `no procedure of instance demo matches "REST_SELECT_PAGO"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.pattern, func(t *testing.T) {
+			var out, notes bytes.Buffer
+			err := fromDB(context.Background(), []string{"-instances", instances, "-procedures", tt.pattern}, &out, &notes)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("got %v, want %s", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc catalog.File
+			if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+				t.Fatalf("not a catalog file: %v\n%s", err, out.String())
+			}
+			got := map[string]bool{}
+			for _, op := range doc.Operations {
+				got[op.Clave] = true
+			}
+			for _, clave := range tt.want {
+				if !got[clave] {
+					t.Errorf("%s not drafted: %s", clave, out.String())
+				}
+			}
+			// Exact names and narrow patterns draft those alone; rest_%
+			// also finds other tests' procedures.
+			if strings.ToUpper(tt.pattern) != "REST_%" && len(got) != len(tt.want) {
+				t.Errorf("drafted %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestCheckNamesEntryAndField(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	if err := os.WriteFile(bad, []byte(`{"operations":[{"clave":"Get_X","endpoint":"executequery","procedure":"P","params":[{"name":"A","kind":"integer","bits":8}]}]}`), 0o600); err != nil {
@@ -83,27 +141,21 @@ func TestCheckNamesEntryAndField(t *testing.T) {
 }
 
 func TestDoctorTranscript(t *testing.T) {
-	data, err := json.Marshal(map[string]tenants.Instance{"demo": {Connection: fbtest.Demo(t)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	instances := filepath.Join(dir, "instances.json")
-	if err := os.WriteFile(instances, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	instances, dir := demoInstances(t), t.TempDir()
 	var out bytes.Buffer
 	if err := doctor(context.Background(), []string{"-instances", instances, "-catalog", "../catalog.demo.json"}, &out); err != nil || out.String() != "demo: ok (6 operations, 6 procedures)\n" {
 		t.Fatalf("%v: %s", err, out.String())
 	}
 	broken := filepath.Join(dir, "catalog.json")
 	if err := os.WriteFile(broken, []byte(`{"operations":[{"clave":"Get_Saldo","endpoint":"executequery","procedure":"REST_SELECT_SALDO","params":[{"name":"CODIGO","max_chars":15}]},
+		{"clave":"Get_Gestion_Primario","endpoint":"executequery","procedure":"REST_SELECT_GESTION_PRIMARIO","params":[{"name":"TIPO","max_chars":5},{"name":"NUMERO","max_chars":5}]},
 		{"clave":"Get_Terceros","endpoint":"executequery","procedure":"REST_SELECT_TERCEROS","params":[{"name":"CODIGO","max_chars":12}]}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	out.Reset()
-	err = doctor(context.Background(), []string{"-instances", instances, "-catalog", broken}, &out)
-	want := "demo: FATAL: REST_SELECT_SALDO (Get_Saldo): the procedure does not exist in the database\n" +
+	err := doctor(context.Background(), []string{"-instances", instances, "-catalog", broken}, &out)
+	want := "demo: FATAL: REST_SELECT_GESTION_PRIMARIO (Get_Gestion_Primario): the database declares 3 input parameters, the catalog 2: the catalog has no parameter for P_PREFIJO\n" +
+		"demo: FATAL: REST_SELECT_SALDO (Get_Saldo): the procedure does not exist in the database\n" +
 		"demo: warning: REST_SELECT_TERCEROS (Get_Terceros): input P_CODIGO is VARCHAR(15) in the database, the catalog allows 12 characters\n"
 	if !errors.Is(err, errFindings) || out.String() != want {
 		t.Fatalf("%v:\n%s\nwant:\n%s", err, out.String(), want)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/erp-gateway/gateway/shared/access"
+	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
@@ -106,8 +107,8 @@ func neighbour(ctx context.Context, o options, d time.Duration, clients int) err
 		fmt.Printf("%s:\n", m.what)
 		fmt.Printf("  b beside a:         %6d calls, p99 %s  (%.2f× alone; target ≤ 2×)\n", len(m.t.b), p99(m.t.b).Round(time.Microsecond),
 			float64(p99(m.t.b))/float64(max(p99(alone.b), 1)))
-		fmt.Printf("  a, deadline hit:    %6d calls (503, cod_error 1201)\n", len(m.t.aTimeouts))
-		fmt.Printf("  a, paused:          %6d calls (503, cod_error 1205), p99 %s, max %s  (target < 50ms)\n", len(m.t.aPaused),
+		fmt.Printf("  a, deadline hit:    %6d calls (503, cod_error %d)\n", len(m.t.aTimeouts), erp.CodeUnavailable)
+		fmt.Printf("  a, paused:          %6d calls (503, cod_error %d), p99 %s, max %s  (target < 50ms)\n", len(m.t.aPaused), erp.CodePaused,
 			p99(m.t.aPaused).Round(time.Microsecond), slices.Max(append(m.t.aPaused, 0)).Round(time.Microsecond))
 	}
 	for _, t := range []*neighbourTally{alone, mixed, stubborn} {
@@ -179,9 +180,9 @@ func neighbourPhase(ctx context.Context, baseB, tokenB, baseA, tokenA string, cl
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		switch {
-		case status == 503 && bytes.HasPrefix(answer, []byte(`{"cod_error":1201,`)):
+		case status == erp.CodeUnavailable.Status() && bytes.HasPrefix(answer, fmt.Appendf(nil, `{"cod_error":%d,`, erp.CodeUnavailable)):
 			t.aTimeouts = append(t.aTimeouts, took)
-		case status == 503 && bytes.HasPrefix(answer, []byte(`{"cod_error":1205,`)):
+		case status == erp.CodePaused.Status() && bytes.HasPrefix(answer, fmt.Appendf(nil, `{"cod_error":%d,`, erp.CodePaused)):
 			t.aPaused = append(t.aPaused, took)
 		default:
 			t.other++

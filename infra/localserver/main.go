@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/erp-gateway/gateway/shared/access"
+	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/firebird"
 	"github.com/erp-gateway/gateway/shared/gateway"
@@ -81,11 +82,22 @@ func run(addr, instancesPath, accessPath string, readTimeout time.Duration, maxR
 		defer cancel()
 		srv.Shutdown(shutdown) //nolint:errcheck // best effort on the way out
 	}()
-	fmt.Fprintf(os.Stderr, "serving the gateway on http://%s (instances from %s)\n", addr, instancesPath)
+	fmt.Fprintf(os.Stderr, "serving the gateway on http://%s (instances from %s; %s)\n", addr, instancesPath, served(os.Getenv("GATEWAY_CATALOG"), cat))
 	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
+}
+
+// served says which catalog the server serves, and how many operations:
+// without GATEWAY_CATALOG it is the specification's four, which an operator
+// who meant to serve a file of their own would otherwise learn from a 1004.
+func served(catalogPath string, cat *catalog.Catalog) string {
+	what := "the specification's built-in catalog"
+	if catalogPath != "" {
+		what = "the catalog " + catalogPath
+	}
+	return fmt.Sprintf("%s, %d operations", what, len(cat.Claves()))
 }
 
 // limit refuses requests beyond n at once with API Gateway's throttling

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +24,25 @@ import (
 type server struct {
 	base string
 	cmd  *exec.Cmd
+	out  *output
+}
+
+// output is what the server writes, read while it runs.
+type output struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.Write(p)
+}
+
+func (o *output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.b.String()
 }
 
 func build(t *testing.T) string {
@@ -75,8 +95,8 @@ func startWith(t *testing.T, bin string, flags []string, env ...string) *server 
 	l.Close()
 	cmd := exec.Command(bin, append([]string{"-addr", addr, "-instances", instancesFile(t), "-access", accessFile(t, "demo")}, flags...)...)
 	cmd.Env = append(os.Environ(), env...)
-	var logs strings.Builder
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	logs := &output{}
+	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +110,7 @@ func startWith(t *testing.T, bin string, flags []string, env ...string) *server 
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if c, err := net.Dial("tcp", addr); err == nil {
 			c.Close()
-			return &server{base: "http://" + addr + "/demo/RestServerIsapi.dll/api/v1/TServiceRestInterface/", cmd: cmd}
+			return &server{base: "http://" + addr + "/demo/RestServerIsapi.dll/api/v1/TServiceRestInterface/", cmd: cmd, out: logs}
 		}
 	}
 	t.Fatal("the local server did not listen within 10 s")
@@ -135,6 +155,28 @@ func TestLocalServerServesACatalogFile(t *testing.T) {
 	status, body = s.post(t, "executequery", `{"CLAVE":"Get_Terceros","CODIGO":"NADIE"}`)
 	if status != 200 || !strings.Contains(body, `***EL TERCERO NADIE NO EXISTE***`) {
 		t.Fatalf("Get_Terceros: HTTP %d %s", status, body)
+	}
+}
+
+// TestLocalServerSaysWhichCatalogItServes: its first line names the
+// catalog file, or says it is the specification's, and counts the
+// operations.
+func TestLocalServerSaysWhichCatalogItServes(t *testing.T) {
+	bin := build(t)
+	tests := []struct {
+		env, want string
+	}{
+		{"GATEWAY_CATALOG=../catalog.demo.json", "; the catalog ../catalog.demo.json, 6 operations)\n"},
+		{"GATEWAY_CATALOG=", "; the specification's built-in catalog, 4 operations)\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.env, func(t *testing.T) {
+			s := start(t, bin, tt.env)
+			first, _, _ := strings.Cut(s.out.String(), "\n")
+			if !strings.HasPrefix(first, "serving the gateway on http://") || !strings.HasSuffix(first+"\n", tt.want) {
+				t.Fatalf("start line %q does not end with %q", first, tt.want)
+			}
+		})
 	}
 }
 

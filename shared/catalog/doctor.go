@@ -18,8 +18,8 @@ type Procedure struct {
 	Inputs     []DBParam
 	Outputs    []DBParam
 	// UngrantedExceptions are exceptions it raises without USAGE on them,
-	// granted to it or to the user: raising one fails with a permission
-	// error instead of the ERP's message.
+	// granted to it, the user or PUBLIC: Firebird 3 then refuses to prepare
+	// the procedure, so every call fails, not only those that raise.
 	UngrantedExceptions []string
 }
 
@@ -135,10 +135,14 @@ func (op *Operation) Diagnose(db map[string]Procedure) []Finding {
 		add(true, "%s (%s): a read, but the procedure has no SUSPEND and returns no rows to SELECT", p.Name, op.Clave)
 	}
 	if len(p.UngrantedExceptions) > 0 {
-		add(false, "%s (%s): it raises %s without USAGE on them; its messages would arrive as a permission error", p.Name, op.Clave, strings.Join(p.UngrantedExceptions, ", "))
+		add(true, "%s (%s): %s", p.Name, op.Clave, ungranted(p))
 	}
 	if len(op.Params) != len(p.Inputs) {
-		add(true, "%s (%s): the database declares %d input parameters, the catalog %d", p.Name, op.Clave, len(p.Inputs), len(op.Params))
+		fields := make([]string, len(op.Params))
+		for i, cp := range op.Params {
+			fields[i] = cp.Name
+		}
+		add(true, "%s (%s): the database declares %d input parameters, the catalog %d%s", p.Name, op.Clave, len(p.Inputs), len(op.Params), unmatched(fields, p.Inputs))
 	}
 	for i := range min(len(op.Params), len(p.Inputs)) {
 		if text, fatal := compareParam(op.Params[i], p.Inputs[i]); text != "" {
@@ -157,7 +161,10 @@ func (op *Operation) Diagnose(db map[string]Procedure) []Finding {
 		case !q.Selectable:
 			add(true, "%s (read-back of %s): the procedure has no SUSPEND and returns no rows to SELECT", q.Name, op.Clave)
 		case len(q.Inputs) != len(rb.Params):
-			add(true, "%s (read-back of %s): the database declares %d input parameters, the catalog passes %d", q.Name, op.Clave, len(q.Inputs), len(rb.Params))
+			add(true, "%s (read-back of %s): the database declares %d input parameters, the catalog passes %d%s", q.Name, op.Clave, len(q.Inputs), len(rb.Params), unmatched(rb.Params, q.Inputs))
+		}
+		if len(q.UngrantedExceptions) > 0 {
+			add(true, "%s (read-back of %s): %s", q.Name, op.Clave, ungranted(q))
 		}
 		outputs = q.Outputs
 	}
@@ -167,6 +174,58 @@ func (op *Operation) Diagnose(db map[string]Procedure) []Finding {
 		}
 	}
 	return out
+}
+
+// ungranted says which exceptions p lacks USAGE on, and the grants that fix
+// it.
+func ungranted(p Procedure) string {
+	grants := make([]string, len(p.UngrantedExceptions))
+	for i, e := range p.UngrantedExceptions {
+		grants[i] = fmt.Sprintf("GRANT USAGE ON EXCEPTION %s TO PROCEDURE %s", e, p.Name)
+	}
+	return fmt.Sprintf("it raises %s without USAGE, so Firebird refuses to prepare it and every call fails (%s)",
+		strings.Join(p.UngrantedExceptions, ", "), strings.Join(grants, "; "))
+}
+
+// unmatched names the parameters a difference in count is about. The
+// catalog's are request fields (CODIGO, FECHA_CORTE_), the database's the
+// procedure's (P_CODIGO, P_FECHA_CORTE), and calls pass them in order. When
+// the names line up but for the ERP's P_ prefix and a trailing _, and only
+// one side has more, those are named wherever they stand (a parameter added
+// in the middle); otherwise the ones past the shorter list.
+func unmatched(fields []string, inputs []DBParam) string {
+	key := func(s string) string { return strings.TrimSuffix(strings.TrimPrefix(strings.ToUpper(s), "P_"), "_") }
+	inCatalog, inDB := map[string]bool{}, map[string]bool{}
+	for _, f := range fields {
+		inCatalog[key(f)] = true
+	}
+	for _, in := range inputs {
+		inDB[key(in.Name)] = true
+	}
+	var missing, extra []string // the database's inputs the catalog lacks; the catalog's the database lacks
+	for _, in := range inputs {
+		if !inCatalog[key(in.Name)] {
+			missing = append(missing, in.Name)
+		}
+	}
+	for _, f := range fields {
+		if !inDB[key(f)] {
+			extra = append(extra, f)
+		}
+	}
+	inOrder := ""
+	if (len(missing) == 0) == (len(extra) == 0) {
+		inOrder, missing, extra = "in order, ", nil, nil
+		n := min(len(fields), len(inputs))
+		for _, in := range inputs[n:] {
+			missing = append(missing, in.Name)
+		}
+		extra = fields[n:]
+	}
+	if len(missing) > 0 {
+		return fmt.Sprintf(": %sthe catalog has no parameter for %s", inOrder, strings.Join(missing, ", "))
+	}
+	return fmt.Sprintf(": %sthe procedure has no input for the catalog's %s", inOrder, strings.Join(extra, ", "))
 }
 
 // compareParam says how a catalog parameter disagrees with the database's,

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 )
 
 // defaultJSON is the specification's four operations, the catalog served
@@ -60,43 +61,61 @@ func Decode(data []byte) (*Catalog, error) {
 	return New(ops)
 }
 
-// The file's shape; catalog.schema.json describes the same.
+// File is the catalog file's shape, as Decode reads it and Encode writes it
+// (make catalog-from-db drafts one); catalog.schema.json describes the same.
+// A File need not be a valid catalog: a draft may lack what only an operator
+// can say.
 type (
-	fileCatalog struct {
-		Schema     string            `json:"$schema"`
-		Comment    string            `json:"$comment"`
-		Operations []json.RawMessage `json:"operations"`
+	File struct {
+		Schema     string          `json:"$schema,omitempty"`
+		Comment    string          `json:"$comment,omitempty"`
+		Operations []FileOperation `json:"operations"`
 	}
-	fileOperation struct {
-		Comment   string            `json:"$comment"`
-		Clave     string            `json:"clave"`
-		Endpoint  Endpoint          `json:"endpoint"`
-		Procedure string            `json:"procedure"`
-		Params    []json.RawMessage `json:"params"`
-		ReadBack  *fileReadBack     `json:"read_back"`
-		MaxRows   int               `json:"max_rows"`
+	FileOperation struct {
+		Comment   string        `json:"$comment,omitempty"`
+		Clave     string        `json:"clave"`
+		Endpoint  Endpoint      `json:"endpoint"`
+		Procedure string        `json:"procedure"`
+		Params    []FileParam   `json:"params"`
+		ReadBack  *FileReadBack `json:"read_back,omitempty"`
+		MaxRows   int           `json:"max_rows,omitempty"`
 	}
-	fileReadBack struct {
+	FileReadBack struct {
 		Procedure string   `json:"procedure"`
 		Params    []string `json:"params"`
 	}
-	fileParam struct {
-		Comment   string `json:"$comment"`
-		Name      string `json:"name"`
-		Kind      Kind   `json:"kind"`
-		MaxChars  int    `json:"max_chars"`
-		Required  bool   `json:"required"`
-		Format    string `json:"format"`
-		Bits      int    `json:"bits"`
-		Precision *int   `json:"precision"`
-		Scale     *int   `json:"scale"`
+	FileParam struct {
+		Comment  string `json:"$comment,omitempty"`
+		Name     string `json:"name"`
+		Kind     Kind   `json:"kind,omitempty"`
+		MaxChars int    `json:"max_chars,omitempty"`
+		Required bool   `json:"required"`
+		Format   string `json:"format,omitempty"`
+		Bits     int    `json:"bits,omitempty"`
+		// Pointers: a decimal's scale may be 0, and must be written.
+		Precision *int `json:"precision,omitempty"`
+		Scale     *int `json:"scale,omitempty"`
 	}
 )
+
+// Encode writes f as a catalog file: indented, and with <, > and & as they
+// are, since operators read it.
+func (f *File) Encode(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(f)
+}
 
 // decodeOperations decodes entry by entry, so that an error names the entry
 // and the field it is in.
 func decodeOperations(data []byte) ([]Operation, error) {
-	var f fileCatalog
+	// Read raw first, entry by entry: the outer fields shadow the embedded
+	// ones of the same name.
+	var f struct {
+		File
+		Operations []json.RawMessage `json:"operations"`
+	}
 	if err := strict(data, &f, "$schema", "$comment", "operations"); err != nil {
 		return nil, err
 	}
@@ -105,7 +124,10 @@ func decodeOperations(data []byte) ([]Operation, error) {
 	}
 	ops := make([]Operation, len(f.Operations))
 	for i, raw := range f.Operations {
-		var fo fileOperation
+		var fo struct {
+			FileOperation
+			Params []json.RawMessage `json:"params"`
+		}
 		if err := strict(raw, &fo, "$comment", "clave", "endpoint", "procedure", "params", "read_back", "max_rows"); err != nil {
 			return nil, fmt.Errorf("operations[%d]%s: %w", i, claveOf(raw), err)
 		}
@@ -117,7 +139,7 @@ func decodeOperations(data []byte) ([]Operation, error) {
 			op.ReadBack = &ReadBack{Procedure: fo.ReadBack.Procedure, Params: fo.ReadBack.Params}
 		}
 		for j, rawParam := range fo.Params {
-			var fp fileParam
+			var fp FileParam
 			if err := strict(rawParam, &fp, "$comment", "name", "kind", "max_chars", "required", "format", "bits", "precision", "scale"); err != nil {
 				return nil, fmt.Errorf("operations[%d] %q: params[%d]: %w", i, fo.Clave, j, err)
 			}
@@ -196,7 +218,10 @@ func strict(data []byte, v any, fields ...string) error {
 		case errors.As(err, &syn):
 			return fmt.Errorf("not valid JSON at byte %d: %w", syn.Offset, err)
 		case errors.As(err, &typ):
-			return fmt.Errorf("%s: %s where %s belongs", typ.Field, typ.Value, typ.Type)
+			// The path names the embedded type decodeOperations shadows
+			// fields of; the file has no such level.
+			field := strings.TrimPrefix(strings.TrimPrefix(typ.Field, "File."), "FileOperation.")
+			return fmt.Errorf("%s: %s where %s belongs", field, typ.Value, typ.Type)
 		case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 			return errors.New("not valid JSON: it ends too early")
 		}

@@ -87,6 +87,8 @@ var malformed = []struct {
 	{"zero length on a date", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","params":[{"name":"A","kind":"date","max_chars":0}]}`), `params[0] "A": max_chars: a parameter of kind date has none`},
 	{"empty format on an integer", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","params":[{"name":"A","kind":"integer","format":""}]}`), `params[0] "A": format: a parameter of kind integer has none`},
 	{"wrong type", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","max_rows":"10"}`), `operations[0] "Get_X": max_rows: string where int belongs`},
+	{"wrong type at the top", `{"$comment":1,"operations":[{"clave":"Get_X","endpoint":"executequery","procedure":"P"}]}`, `$comment: number where string belongs`},
+	{"wrong type in a read-back", op(`{"clave":"Set_X","endpoint":"execute","procedure":"P","read_back":{"procedure":1}}`), `operations[0] "Set_X": read_back.procedure: number where string belongs`},
 	{"unknown endpoint", op(`{"clave":"Get_X","endpoint":"query","procedure":"P"}`), `operations[0] "Get_X": endpoint: "query" is neither`},
 	{"SQL in a procedure name", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P; DROP TABLE T"}`), `operations[0] "Get_X": procedure: "P; DROP TABLE T" is not a plain identifier`},
 	{"duplicate CLAVE", `{"operations":[{"clave":"Get_X","endpoint":"executequery","procedure":"P"},{"clave":"Get_X","endpoint":"executequery","procedure":"Q"}]}`, `operations[1] "Get_X": clave: defined twice`},
@@ -261,4 +263,51 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestEncodeWritesWhatDecodeReads: the file Encode writes (a draft of make
+// catalog-from-db) loads as the same operations, and leaves out what is
+// unset but keeps a scale of 0.
+func TestEncodeWritesWhatDecodeReads(t *testing.T) {
+	zero, four, eighteen := 0, 4, 18
+	f := File{Comment: "a draft", Operations: []FileOperation{
+		{Clave: "Get_X", Endpoint: ExecuteQuery, Procedure: "REST_SELECT_X", Params: []FileParam{
+			{Name: "A", MaxChars: 20, Required: true},
+			{Comment: "<reviewed> & kept", Name: "B", Kind: Date},
+		}, MaxRows: 10},
+		{Clave: "Set_X", Endpoint: Execute, Procedure: "REST_INSERT_X", Params: []FileParam{
+			{Name: "A", MaxChars: 20, Required: true},
+			{Name: "N", Kind: Integer, Bits: 64},
+			{Name: "P", Kind: Decimal, Precision: &eighteen, Scale: &four},
+			{Name: "Q", Kind: Decimal, Precision: &eighteen, Scale: &zero},
+		}, ReadBack: &FileReadBack{Procedure: "REST_SELECT_X", Params: []string{"A"}}},
+	}}
+	var b strings.Builder
+	if err := f.Encode(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"$comment": "<reviewed> & kept"`, `"scale": 0`, "\n  \"operations\": ["} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the file lacks %s:\n%s", want, b.String())
+		}
+	}
+	for _, unset := range []string{`"$schema"`, `"format"`, `"max_rows": 0`, `"bits": 0`} {
+		if strings.Contains(b.String(), unset) {
+			t.Errorf("the file has %s:\n%s", unset, b.String())
+		}
+	}
+	c, err := Decode([]byte(b.String()))
+	if err != nil {
+		t.Fatalf("%v:\n%s", err, b.String())
+	}
+	got, want := c.ops["Set_X"], &Operation{Clave: "Set_X", Endpoint: Execute, Procedure: "REST_INSERT_X", MaxRows: DefaultMaxRows,
+		Params: []Param{{Name: "A", Kind: Text, MaxLen: 20, Required: true}, {Name: "N", Kind: Integer, Bits: 64},
+			{Name: "P", Kind: Decimal, Precision: 18, Scale: 4}, {Name: "Q", Kind: Decimal, Precision: 18}},
+		ReadBack: &ReadBack{Procedure: "REST_SELECT_X", Params: []string{"A"}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("decoded\n%+v\nwant\n%+v", got, want)
+	}
+	if c.ops["Get_X"].MaxRows != 10 || c.ops["Get_X"].Params[1].Format != "DD.MM.YYYY" {
+		t.Fatalf("Get_X decoded as %+v", c.ops["Get_X"])
+	}
 }

@@ -13,28 +13,10 @@ import (
 )
 
 // Describe reads from the system tables what the database says of the named
-// procedures, as the target's user sees them. It uses a connection of its
-// own, closed before it returns: it runs rarely (the doctor, the health
-// check, after a call the database could not run) and must not disturb the
-// pools' connections and their prepared statements.
+// procedures, as the target's user sees them, keyed by the names given.
 func Describe(ctx context.Context, cfg erp.Connection, names []string) (map[string]catalog.Procedure, error) {
-	db, err := sql.Open("firebirdsql", DSN(cfg))
-	if err != nil {
-		return nil, fmt.Errorf("%w: the connection settings cannot be used", erp.ErrUnavailable)
-	}
-	// The driver's close waits on the server (up to its own 10 s): never
-	// in the caller's time.
-	defer func() { go db.Close() }()
-	db.SetMaxOpenConns(1)
-	var out map[string]catalog.Procedure
-	err = guard(ctx, func() error {
-		tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted, ReadOnly: true})
-		if err != nil {
-			return err
-		}
-		tally.Add(ctx, tally.ConnectionOpens)
-		defer tx.Rollback() //nolint:errcheck // read-only: nothing to keep
-		out = make(map[string]catalog.Procedure, len(names))
+	out := make(map[string]catalog.Procedure, len(names))
+	err := reading(ctx, cfg, func(tx *sql.Tx) error {
 		for _, name := range names {
 			// Unquoted, as the gateway writes them into SQL: Firebird
 			// keeps such names in upper case.
@@ -47,9 +29,87 @@ func Describe(ctx context.Context, cfg erp.Connection, names []string) (map[stri
 		return nil
 	})
 	if err != nil {
-		return nil, classify(ctx, connecting, err)
+		return nil, err
 	}
 	return out, nil
+}
+
+// DescribeMatching describes the procedures whose names match a SQL LIKE
+// pattern, sorted by name (make catalog-from-db). The pattern is matched in
+// upper case: the gateway writes procedure names into SQL unquoted, which
+// Firebird upper-cases, so `rest_%` means what it would in a statement, and a
+// procedure only a quoted name reaches (lower case in the database) is one
+// the gateway could not call anyway. Names are compared trimmed: the system
+// table pads them with blanks (CHAR), which an exact name would not match.
+func DescribeMatching(ctx context.Context, cfg erp.Connection, pattern string) ([]catalog.Procedure, error) {
+	var out []catalog.Procedure
+	err := reading(ctx, cfg, func(tx *sql.Tx) error {
+		names, err := matching(ctx, tx, strings.ToUpper(pattern))
+		if err != nil {
+			return fmt.Errorf("listing procedures: %w", err)
+		}
+		for _, name := range names {
+			p, err := describe(ctx, tx, name)
+			if err != nil {
+				return fmt.Errorf("describing %s: %w", name, err)
+			}
+			out = append(out, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// reading runs read in a read-only transaction on a connection of its own,
+// closed before it returns: descriptions are rare (the doctor, the health
+// check, after a call the database could not run, the catalog tools) and
+// must not disturb the pools' connections and their prepared statements.
+func reading(ctx context.Context, cfg erp.Connection, read func(*sql.Tx) error) error {
+	db, err := sql.Open("firebirdsql", DSN(cfg))
+	if err != nil {
+		return fmt.Errorf("%w: the connection settings cannot be used", erp.ErrUnavailable)
+	}
+	// The driver's close waits on the server (up to its own 10 s): never
+	// in the caller's time.
+	defer func() { go db.Close() }()
+	db.SetMaxOpenConns(1)
+	err = guard(ctx, func() error {
+		tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted, ReadOnly: true})
+		if err != nil {
+			return err
+		}
+		tally.Add(ctx, tally.ConnectionOpens)
+		defer tx.Rollback() //nolint:errcheck // read-only: nothing to keep
+		return read(tx)
+	})
+	if err != nil {
+		return classify(ctx, connecting, err)
+	}
+	return nil
+}
+
+func matching(ctx context.Context, tx *sql.Tx, pattern string) ([]string, error) {
+	tally.Add(ctx, tally.StatementPrepares) // database/sql prepares each query
+	rows, err := tx.QueryContext(ctx, `
+		SELECT TRIM(p.RDB$PROCEDURE_NAME) FROM RDB$PROCEDURES p
+		WHERE TRIM(p.RDB$PROCEDURE_NAME) LIKE ? AND COALESCE(p.RDB$SYSTEM_FLAG, 0) = 0 AND p.RDB$PACKAGE_NAME IS NULL
+		ORDER BY 1`, pattern)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		names = append(names, name)
+	}
+	return names, rows.Err()
 }
 
 func describe(ctx context.Context, tx *sql.Tx, name string) (catalog.Procedure, error) {
@@ -105,59 +165,6 @@ func describe(ctx context.Context, tx *sql.Tx, name string) (catalog.Procedure, 
 		p.UngrantedExceptions = append(p.UngrantedExceptions, exc)
 	}
 	return p, rows.Err()
-}
-
-// Firebird's RDB$FIELD_TYPE codes and the SQL names they declare.
-var fieldTypes = map[int]string{
-	7: "SMALLINT", 8: "INTEGER", 16: "BIGINT", 10: "FLOAT", 27: "DOUBLE PRECISION", 12: "DATE",
-	13: "TIME", 35: "TIMESTAMP", 14: "CHAR", 37: "VARCHAR", 261: "BLOB", 23: "BOOLEAN",
-	26: "INT128", 24: "DECFLOAT(16)", 25: "DECFLOAT(34)", 28: "TIME WITH TIME ZONE", 29: "TIMESTAMP WITH TIME ZONE",
-}
-
-func parameters(ctx context.Context, tx *sql.Tx, name string) (inputs, outputs []catalog.DBParam, err error) {
-	tally.Add(ctx, tally.StatementPrepares) // database/sql prepares each query
-	rows, err := tx.QueryContext(ctx, `
-		SELECT TRIM(pp.RDB$PARAMETER_NAME), pp.RDB$PARAMETER_TYPE, f.RDB$FIELD_TYPE,
-			COALESCE(f.RDB$FIELD_SUB_TYPE, 0), COALESCE(f.RDB$FIELD_SCALE, 0), COALESCE(f.RDB$FIELD_PRECISION, 0),
-			COALESCE(f.RDB$CHARACTER_LENGTH, f.RDB$FIELD_LENGTH, 0)
-		FROM RDB$PROCEDURE_PARAMETERS pp
-		JOIN RDB$FIELDS f ON f.RDB$FIELD_NAME = pp.RDB$FIELD_SOURCE
-		WHERE pp.RDB$PROCEDURE_NAME = ? AND pp.RDB$PACKAGE_NAME IS NULL
-		ORDER BY pp.RDB$PARAMETER_TYPE, pp.RDB$PARAMETER_NUMBER`, name)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var p catalog.DBParam
-		var direction, fieldType, scale int
-		if err := rows.Scan(&p.Name, &direction, &fieldType, &p.SubType, &scale, &p.Precision, &p.Chars); err != nil {
-			return nil, nil, err
-		}
-		p.Type = fieldTypes[fieldType]
-		if p.Type == "" {
-			p.Type = fmt.Sprintf("field type %d", fieldType)
-		}
-		switch fieldType {
-		case 7, 8, 16:
-			if scale < 0 || p.SubType == 1 || p.SubType == 2 {
-				// NUMERIC and DECIMAL are stored as scaled integers.
-				p.Type, p.Scale = "NUMERIC", -scale
-				if p.SubType == 2 {
-					p.Type = "DECIMAL"
-				}
-			}
-		}
-		if fieldType != 261 && fieldType != 7 && fieldType != 8 && fieldType != 16 {
-			p.SubType = 0
-		}
-		if direction == 0 {
-			inputs = append(inputs, p)
-		} else {
-			outputs = append(outputs, p)
-		}
-	}
-	return inputs, outputs, rows.Err()
 }
 
 // Describe is the package's Describe for an instance the pools serve.

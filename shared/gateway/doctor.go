@@ -19,66 +19,45 @@ type Describer interface {
 	Describe(ctx context.Context, t erp.Target, procedures []string) (map[string]catalog.Procedure, error)
 }
 
-// How long a database's description serves: an ERP upgrade or a new grant
-// shows within it. At most descriptionsCap instances are kept; only
-// authenticated requests add one.
+// How long a database's description serves. A call the database cannot run
+// is explained from one up to descriptionTTL old, read again when that one
+// sees nothing wrong; the health check reads afresh unless a reading began
+// at most healthReuse ago, so an ALTER or DROP shows at once. At most
+// descriptionsCap instances are kept; only authenticated requests add one.
 const (
 	descriptionTTL  = time.Minute
+	healthReuse     = time.Second
 	descriptionsCap = 1024
 )
 
+// description is one instance's latest reading.
 type description struct {
-	cfg   erp.Connection
-	at    time.Time
-	procs map[string]catalog.Procedure
+	// reading is held while the database is read, so that a burst (of
+	// calls it cannot run, of health checks) reads it once, and each
+	// instance has at most one reading in flight; waiting for it ends with
+	// the caller's deadline.
+	reading chan struct{}
+	cfg     erp.Connection
+	at      time.Time // when the reading began
+	procs   map[string]catalog.Procedure
 }
 
 type descriptions struct {
-	// reading is held while a database is read, so that a burst of calls
-	// the database cannot run reads it once, not once per call; waiting
-	// for it ends with the caller's deadline.
-	reading chan struct{}
 	mu      sync.Mutex
-	entries map[string]description
+	entries map[string]*description
 }
 
 func newDescriptions() *descriptions {
-	return &descriptions{reading: make(chan struct{}, 1), entries: make(map[string]description)}
+	return &descriptions{entries: make(map[string]*description)}
 }
 
-// describe returns the instance's description of the catalog's procedures,
-// read again when older than descriptionTTL. fresh reports a new reading, so
-// its findings are logged once per reading rather than per request.
-func (h *Handler) describe(ctx context.Context, t erp.Target) (procs map[string]catalog.Procedure, fresh bool, err error) {
-	d, ok := h.db.(Describer)
-	if !ok {
-		return nil, false, nil
-	}
-	c := h.described
-	cached := func() (map[string]catalog.Procedure, bool) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		e, hit := c.entries[t.Instance]
-		return e.procs, hit && e.cfg == t.Connection && time.Since(e.at) < descriptionTTL
-	}
-	if procs, ok := cached(); ok {
-		return procs, false, nil
-	}
-	select {
-	case c.reading <- struct{}{}:
-		defer func() { <-c.reading }()
-	case <-ctx.Done():
-		return nil, false, ctx.Err()
-	}
-	if procs, ok := cached(); ok {
-		return procs, false, nil
-	}
-	procs, err = d.Describe(ctx, t, h.catalog.Procedures())
-	if err != nil {
-		return nil, false, err
-	}
+// entry is the instance's description, made on first use.
+func (c *descriptions) entry(instance string) *description {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if e, ok := c.entries[instance]; ok {
+		return e
+	}
 	if len(c.entries) >= descriptionsCap {
 		for name, e := range c.entries {
 			if time.Since(e.at) >= descriptionTTL {
@@ -89,19 +68,71 @@ func (h *Handler) describe(ctx context.Context, t erp.Target) (procs map[string]
 			clear(c.entries)
 		}
 	}
-	c.entries[t.Instance] = description{cfg: t.Connection, at: time.Now(), procs: procs}
+	e := &description{reading: make(chan struct{}, 1)}
+	c.entries[instance] = e
+	return e
+}
+
+// kept is e's reading if it is of cfg and began within maxAge.
+func (c *descriptions) kept(e *description, cfg erp.Connection, maxAge time.Duration) (map[string]catalog.Procedure, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return e.procs, e.procs != nil && e.cfg == cfg && time.Since(e.at) < maxAge
+}
+
+// describe returns the instance's description of the catalog's procedures,
+// read again when the kept one began more than maxAge ago. fresh reports a
+// new reading, so its findings are logged once per reading rather than per
+// request.
+func (h *Handler) describe(ctx context.Context, t erp.Target, maxAge time.Duration) (procs map[string]catalog.Procedure, fresh bool, err error) {
+	d, ok := h.db.(Describer)
+	if !ok {
+		return nil, false, nil
+	}
+	c := h.described
+	e := c.entry(t.Instance)
+	if procs, ok := c.kept(e, t.Connection, maxAge); ok {
+		return procs, false, nil
+	}
+	select {
+	case e.reading <- struct{}{}:
+		defer func() { <-e.reading }()
+	case <-ctx.Done():
+		return nil, false, ctx.Err()
+	}
+	// The reading waited for may be recent enough.
+	if procs, ok := c.kept(e, t.Connection, maxAge); ok {
+		return procs, false, nil
+	}
+	began := time.Now()
+	procs, err = d.Describe(ctx, t, h.catalog.Procedures())
+	if err != nil {
+		return nil, false, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e.cfg, e.at, e.procs = t.Connection, began, procs
 	return procs, true, nil
 }
 
 // diagnose explains, in the doctor's words, why the database cannot run op;
 // nothing when it cannot tell.
 func (h *Handler) diagnose(ctx context.Context, t erp.Target, op *catalog.Operation) []string {
-	procs, fresh, err := h.describe(ctx, t)
+	procs, fresh, err := h.describe(ctx, t, descriptionTTL)
 	if err != nil || procs == nil {
 		return nil
 	}
+	findings := op.Diagnose(procs)
+	if len(findings) == 0 && !fresh {
+		// The call failed, yet the kept reading sees nothing wrong: the
+		// procedure has likely changed since (ALTER, DROP).
+		if procs, fresh, err = h.describe(ctx, t, healthReuse); err != nil {
+			return nil
+		}
+		findings = op.Diagnose(procs)
+	}
 	var texts []string
-	for _, f := range op.Diagnose(procs) {
+	for _, f := range findings {
 		texts = append(texts, f.Text)
 	}
 	if fresh && len(texts) > 0 {
@@ -115,7 +146,7 @@ func (h *Handler) diagnose(ctx context.Context, t erp.Target, op *catalog.Operat
 func (h *Handler) openAPI(r *http.Request, t erp.Target) outcome {
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
 	defer cancel()
-	procs, _, err := h.describe(ctx, t)
+	procs, _, err := h.describe(ctx, t, descriptionTTL)
 	if err != nil || procs == nil {
 		return refusal(erp.CodeUnavailable, "the database of instance "+t.Instance+" is not reachable right now; try again later")
 	}
@@ -127,14 +158,15 @@ func (h *Handler) openAPI(r *http.Request, t erp.Target) outcome {
 }
 
 // health connects to the instance's database and compares the catalog with
-// it (README, "Health").
+// it (README, "Health"): afresh, since an operator asks it after changing the
+// database.
 func (h *Handler) health(ctx context.Context, t erp.Target) outcome {
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
 	defer cancel()
 	if _, ok := h.db.(Describer); !ok {
 		return refusal(erp.CodeNotFound, "no health check here")
 	}
-	procs, fresh, err := h.describe(ctx, t)
+	procs, fresh, err := h.describe(ctx, t, healthReuse)
 	if err != nil {
 		h.log.WarnContext(ctx, "health: database unavailable", "instance", t.Instance, "err", err)
 		return healthAnswer(http.StatusServiceUnavailable, erp.CodeUnavailable, "unavailable", "the database of instance "+t.Instance+" is not reachable right now", nil)

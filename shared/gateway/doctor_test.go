@@ -5,7 +5,10 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,12 +36,21 @@ func setupDoctor(t testing.TB, cfg erp.Connection) {
 		`GRANT EXECUTE ON PROCEDURE REST_DOC_CORTO TO GATEWAY`,
 		`GRANT EXECUTE ON PROCEDURE REST_DOC_BLOB TO GATEWAY`,
 		`REVOKE ALL ON PROCEDURE REST_DOC_SIN_PERMISO FROM GATEWAY`,
+		// Raises an exception without USAGE on it: Firebird 3 refuses to
+		// prepare it, even for calls that would not raise.
+		`CREATE OR ALTER EXCEPTION REST_DOC_SIN_USAGE_E 'sin usage'`,
+		`CREATE OR ALTER PROCEDURE REST_DOC_SIN_USAGE (P_CODIGO VARCHAR(15)) RETURNS (X INTEGER) AS BEGIN IF (P_CODIGO = '') THEN EXCEPTION REST_DOC_SIN_USAGE_E; X = 1; SUSPEND; END`,
+		`GRANT EXECUTE ON PROCEDURE REST_DOC_SIN_USAGE TO GATEWAY`,
+		`REVOKE USAGE ON EXCEPTION REST_DOC_SIN_USAGE_E FROM PROCEDURE REST_DOC_SIN_USAGE`,
 	} {
 		if _, err := admin.ExecContext(ctx, stmt); err != nil && !strings.HasPrefix(stmt, "REVOKE") {
 			t.Fatalf("%s: %v", stmt, err)
 		}
 	}
 }
+
+// sinUsage is the doctor's finding on REST_DOC_SIN_USAGE.
+const sinUsage = "REST_DOC_SIN_USAGE (Get_Doc_Sin_Usage): it raises REST_DOC_SIN_USAGE_E without USAGE, so Firebird refuses to prepare it and every call fails (GRANT USAGE ON EXCEPTION REST_DOC_SIN_USAGE_E TO PROCEDURE REST_DOC_SIN_USAGE)"
 
 // doctorOperations: one operation per procedure of setupDoctor, and one whose
 // procedure does not exist, each taking CODIGO of up to 15 characters.
@@ -53,6 +65,7 @@ func doctorOperations() []catalog.Operation {
 		op("Get_Doc_Sin_Permiso", "REST_DOC_SIN_PERMISO"),
 		op("Get_Doc_Blob", "REST_DOC_BLOB"),
 		op("Get_Doc_Falta", "REST_DOC_NO_EXISTE"),
+		op("Get_Doc_Sin_Usage", "REST_DOC_SIN_USAGE"),
 	}
 }
 
@@ -76,6 +89,7 @@ func TestDoctorNamesEachDisagreement(t *testing.T) {
 		"REST_DOC_NO_EXISTE (Get_Doc_Falta): the procedure does not exist in the database",
 		"REST_DOC_LARGO (Get_Doc_Largo): input P_CODIGO is VARCHAR(30) in the database, the catalog allows 15 characters",
 		"REST_DOC_SIN_PERMISO (Get_Doc_Sin_Permiso): the gateway's user may not execute it (GRANT EXECUTE ON PROCEDURE REST_DOC_SIN_PERMISO TO <user>)",
+		sinUsage,
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -120,6 +134,12 @@ func TestACallTheDatabaseCannotRunIsExplained(t *testing.T) {
 	if want := "(REST_DOC_SIN_PERMISO (Get_Doc_Sin_Permiso): the gateway's user may not execute it (GRANT EXECUTE ON PROCEDURE REST_DOC_SIN_PERMISO TO <user>))"; r.Status != 503 || !strings.Contains(r.Raw, want) {
 		t.Fatalf("HTTP %d %s", r.Status, r.Raw)
 	}
+	// Every call of a procedure raising an exception without USAGE fails,
+	// also one that would not raise it.
+	r = do(t, h, http.MethodPost, path("demo", "executequery"), `{"CLAVE":"Get_Doc_Sin_Usage","CODIGO":"1"}`)
+	if r.Status != 503 || *r.Body.CodError != 1201 || !strings.Contains(r.Raw, "("+sinUsage+")") {
+		t.Fatalf("HTTP %d %s", r.Status, r.Raw)
+	}
 	if n := strings.Count(logs.String(), "the catalog and the database disagree"); n != 1 {
 		t.Fatalf("the finding was logged %d times for 3 requests, want once:\n%s", n, logs)
 	}
@@ -136,6 +156,24 @@ func TestHealth(t *testing.T) {
 	// The specification's catalog alone: the test-only procedures of other
 	// tests may not exist yet.
 	e := demoEnv(t, gateway.Config{})
+
+	// A procedure that raises an exception without USAGE on it fails every
+	// call: the health check fails, as for any fatal finding.
+	ops := catalog.DefaultOperations()
+	for _, op := range doctorOperations() {
+		if op.Clave == "Get_Doc_Sin_Usage" {
+			ops = append(ops, op)
+		}
+	}
+	usage, err := catalog.New(ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = do(t, gateway.New(gateway.Config{}, usage, access.Static(e.acc), e.src, e.db, slog.New(slog.DiscardHandler)), http.MethodGet, "/demo/health", "")
+	if want := `{"cod_error":1201,"status":"failing","findings":[{"clave":"Get_Doc_Sin_Usage","fatal":true,"finding":` + strconv.Quote(sinUsage) + `}]}`; r.Status != 503 || r.Raw != want {
+		t.Fatalf("HTTP %d %s\nwant 503 %s", r.Status, r.Raw, want)
+	}
+
 	spec := gateway.New(gateway.Config{}, catalog.Default(), access.Static(e.acc), e.src, e.db, slog.New(slog.DiscardHandler))
 	tests := []struct {
 		name, method, path string
@@ -154,5 +192,87 @@ func TestHealth(t *testing.T) {
 				t.Fatalf("HTTP %d %s", r.Status, r.Raw)
 			}
 		})
+	}
+}
+
+// TestHealthSeesAProcedureChangedAtOnce: after an ALTER or DROP PROCEDURE,
+// the next health check (past its second of reuse) and the next failing call
+// say what changed, though the description a call is explained from is kept
+// a minute.
+func TestHealthSeesAProcedureChangedAtOnce(t *testing.T) {
+	admin := fbtest.Open(t, fbtest.Admin(t, fbtest.Demo(t)))
+	exec := func(stmt string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := admin.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	exec(`CREATE OR ALTER PROCEDURE REST_DOC_EFIMERO (P_CODIGO VARCHAR(15)) RETURNS (X INTEGER) AS BEGIN X = 1; SUSPEND; END`)
+	exec(`GRANT EXECUTE ON PROCEDURE REST_DOC_EFIMERO TO GATEWAY`)
+	cat, err := catalog.New(append(catalog.DefaultOperations(), catalog.Operation{Clave: "Get_Doc_Efimero", Endpoint: catalog.ExecuteQuery,
+		Procedure: "REST_DOC_EFIMERO", Params: []catalog.Param{{Name: "CODIGO", MaxLen: 15, Required: true}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := demoEnv(t, gateway.Config{})
+	h := gateway.New(gateway.Config{}, cat, access.Static(e.acc), e.src, e.db, slog.New(slog.DiscardHandler))
+	health := func(status int, body string) {
+		t.Helper()
+		if r := do(t, h, http.MethodGet, "/demo/health", ""); r.Status != status || r.Raw != body {
+			t.Fatalf("health: HTTP %d %s\nwant %d %s", r.Status, r.Raw, status, body)
+		}
+	}
+	// Past the health check's reuse of a reading (healthReuse, doctor.go).
+	pastReuse := func() { time.Sleep(1100 * time.Millisecond) }
+
+	health(200, `{"cod_error":0,"status":"ok"}`)
+
+	exec(`ALTER PROCEDURE REST_DOC_EFIMERO (P_CODIGO VARCHAR(15), P_MONEDA CHAR(3)) RETURNS (X INTEGER) AS BEGIN X = 1; SUSPEND; END`)
+	pastReuse()
+	added := "REST_DOC_EFIMERO (Get_Doc_Efimero): the database declares 2 input parameters, the catalog 1: the catalog has no parameter for P_MONEDA"
+	// The call fails; the kept description sees nothing wrong with it, so
+	// the database is read again to say why.
+	r := do(t, h, http.MethodPost, path("demo", "executequery"), `{"CLAVE":"Get_Doc_Efimero","CODIGO":"1"}`)
+	if r.Status != 503 || *r.Body.CodError != 1201 || !strings.Contains(r.Raw, "("+added+")") {
+		t.Fatalf("HTTP %d %s", r.Status, r.Raw)
+	}
+	health(503, `{"cod_error":1201,"status":"failing","findings":[{"clave":"Get_Doc_Efimero","fatal":true,"finding":`+strconv.Quote(added)+`}]}`)
+
+	exec(`DROP PROCEDURE REST_DOC_EFIMERO`)
+	pastReuse()
+	health(503, `{"cod_error":1201,"status":"failing","findings":[{"clave":"Get_Doc_Efimero","fatal":true,"finding":"REST_DOC_EFIMERO (Get_Doc_Efimero): the procedure does not exist in the database"}]}`)
+}
+
+// describeCounter is the real pools, counting the descriptions read.
+type describeCounter struct {
+	*countingDB
+	describes atomic.Int64
+}
+
+func (d *describeCounter) Describe(ctx context.Context, t erp.Target, procedures []string) (map[string]catalog.Procedure, error) {
+	d.describes.Add(1)
+	return d.Pools.Describe(ctx, t, procedures)
+}
+
+// TestHealthChecksAtOnceReadTheDatabaseOnce: a burst of health checks of
+// one instance shares one reading, since each instance has at most one in
+// flight and a reading serves the health check for a second.
+func TestHealthChecksAtOnceReadTheDatabaseOnce(t *testing.T) {
+	e := demoEnv(t, gateway.Config{})
+	db := &describeCounter{countingDB: e.db}
+	h := gateway.New(gateway.Config{}, catalog.Default(), access.Static(e.acc), e.src, db, slog.New(slog.DiscardHandler))
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			if r := do(t, h, http.MethodGet, "/demo/health", ""); r.Status != 200 {
+				t.Errorf("HTTP %d %s", r.Status, r.Raw)
+			}
+		})
+	}
+	wg.Wait()
+	if n := db.describes.Load(); n != 1 {
+		t.Fatalf("16 health checks at once read the database %d times, want once", n)
 	}
 }

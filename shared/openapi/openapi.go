@@ -94,7 +94,7 @@ func Document(in Input) ([]byte, error) {
 		kv{"Refusal", obj{
 			{"description", "A request the gateway refused before or instead of running it; the codes are in the README, \"Error codes\"."},
 			{"type", "object"}, {"required", []string{"cod_error", "ex_execsql"}}, {"additionalProperties", false},
-			{"properties", obj{{"cod_error", obj{{"type", "integer"}, {"minimum", 1001}}}, {"ex_execsql", obj{{"type", "string"}}}}},
+			{"properties", obj{{"cod_error", obj{{"type", "integer"}, {"minimum", erp.Codes()[1].Code} /* the table is in order, success first */}}, {"ex_execsql", obj{{"type", "string"}}}}},
 		}},
 		kv{"Health", obj{
 			{"type", "object"}, {"required", []string{"cod_error", "status"}},
@@ -196,7 +196,7 @@ func health() obj {
 		if r.k == "503" {
 			// The health check answers its own document when the database
 			// fails; the instance's settings failing is a refusal.
-			r.v = answer(503, "failing (a fatal finding) or unavailable; or 1202: "+erp.CodeConfig.Info().Meaning, nil, ref("Health"), ref("Refusal"))
+			r.v = answer(503, fmt.Sprintf("failing (a fatal finding) or unavailable; or %d: %s", erp.CodeConfig, erp.CodeConfig.Info().Meaning), nil, ref("Health"), ref("Refusal"))
 		}
 		responses = append(responses, r)
 	}

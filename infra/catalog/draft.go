@@ -1,0 +1,135 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/erp-gateway/gateway/shared/catalog"
+)
+
+// draft turns procedures into catalog entries, and says what an operator must
+// look at: the guesses (CLAVE names, reads against writes, required) and what
+// no kind fits.
+func draft(procs []catalog.Procedure) (catalog.File, []string) {
+	byName := map[string]catalog.Procedure{}
+	for _, p := range procs {
+		byName[p.Name] = p
+	}
+	doc := catalog.File{Comment: "Drafted by make catalog-from-db from RDB$PROCEDURE_PARAMETERS: review every entry (README, 'The catalog')."}
+	notes := []string{"CLAVE names are guessed from the procedures' names; use the ones the clients send"}
+	seen := map[string]bool{}
+	for _, p := range procs {
+		op := catalog.FileOperation{Clave: clave(p), Endpoint: catalog.ExecuteQuery, Procedure: p.Name, Params: []catalog.FileParam{}}
+		if seen[op.Clave] {
+			// REST_INSERT_X and REST_UPDATE_X both read as Set_X.
+			first := op.Clave
+			op.Clave += "_" + strings.ToLower(p.Name)
+			notes = append(notes, fmt.Sprintf("%s: named %s, as %s was taken", p.Name, op.Clave, first))
+		}
+		seen[op.Clave] = true
+		if !p.Selectable {
+			op.Endpoint = catalog.Execute
+		}
+		for _, in := range p.Inputs {
+			fp, note := param(in)
+			op.Params = append(op.Params, fp)
+			if note != "" {
+				notes = append(notes, fmt.Sprintf("%s: %s", op.Clave, note))
+			}
+		}
+		if !p.Selectable {
+			op.ReadBack = readBack(p, op.Params, byName)
+			if op.ReadBack == nil {
+				notes = append(notes, fmt.Sprintf("%s: a write needs read_back (the selectable procedure that answers it); none found", op.Clave))
+			}
+		}
+		doc.Operations = append(doc.Operations, op)
+	}
+	notes = append(notes, "every parameter is drafted as required; make optional those the procedure accepts as NULL")
+	return doc, notes
+}
+
+// clave guesses a CLAVE in the original service's style from a procedure's
+// name: REST_SELECT_INVENTARIO_PRECIO becomes Get_Inventario_Precio.
+func clave(p catalog.Procedure) string {
+	name := strings.TrimPrefix(p.Name, "REST_")
+	verb := "Get"
+	if !p.Selectable {
+		verb = "Set"
+	}
+	for _, prefix := range []string{"SELECT_", "GET_", "INSERT_", "UPDATE_", "SET_", "DELETE_"} {
+		if rest, ok := strings.CutPrefix(name, prefix); ok {
+			name = rest
+			break
+		}
+	}
+	words := strings.Split(strings.ToLower(name), "_")
+	for i, w := range words {
+		if w != "" {
+			words[i] = strings.ToUpper(w[:1]) + w[1:]
+		}
+	}
+	return verb + "_" + strings.Join(words, "_")
+}
+
+// param drafts one input parameter; the request field is its name without
+// the P_ prefix the ERP's procedures use.
+func param(d catalog.DBParam) (catalog.FileParam, string) {
+	p := catalog.FileParam{Name: strings.TrimPrefix(d.Name, "P_"), Required: true}
+	switch d.Type {
+	case "NUMERIC", "DECIMAL":
+		precision, scale := d.Precision, d.Scale
+		p.Kind, p.Precision, p.Scale = catalog.Decimal, &precision, &scale
+	case "SMALLINT":
+		p.Kind, p.Bits = catalog.Integer, 16
+	case "INTEGER":
+		p.Kind, p.Bits = catalog.Integer, 32
+	case "BIGINT":
+		p.Kind, p.Bits = catalog.Integer, 64
+	case "DATE":
+		p.Kind = catalog.Date
+	case "CHAR", "VARCHAR":
+		p.MaxChars = d.Chars
+	default:
+		p.MaxChars = 32765
+		p.Comment = fmt.Sprintf("%s in the database: no kind fits; passed as text for Firebird to convert", d)
+		return p, fmt.Sprintf("input %s: %s", d.Name, p.Comment)
+	}
+	return p, ""
+}
+
+// readBack guesses a write's read-back: the selectable procedure named like
+// the write with SELECT for its verb, taking parameters the write also has.
+func readBack(p catalog.Procedure, params []catalog.FileParam, byName map[string]catalog.Procedure) *catalog.FileReadBack {
+	have := map[string]bool{}
+	for _, fp := range params {
+		have[fp.Name] = true
+	}
+	var candidates []string
+	for _, verb := range []string{"INSERT_", "UPDATE_", "SET_"} {
+		if i := strings.Index(p.Name, verb); i >= 0 {
+			candidates = append(candidates, p.Name[:i]+"SELECT_"+p.Name[i+len(verb):])
+		}
+	}
+	sort.Strings(candidates)
+	for _, name := range candidates {
+		sel, ok := byName[name]
+		if !ok || !sel.Selectable {
+			continue
+		}
+		rb := &catalog.FileReadBack{Procedure: name, Params: []string{}}
+		for _, in := range sel.Inputs {
+			field := strings.TrimPrefix(in.Name, "P_")
+			if !have[field] {
+				rb = nil
+				break
+			}
+			rb.Params = append(rb.Params, field)
+		}
+		if rb != nil {
+			return rb
+		}
+	}
+	return nil
+}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+var numericScale = regexp.MustCompile(`^(NUMERIC|DECIMAL)\(\d+,(\d+)\)$`)
+
+// found: HTTP 200, the answer fits its schema, keys in the procedure's
+// order, exact numbers with their declared scale.
+func (k *checker) found(ctx context.Context, body string) {
+	clave, err := claveOf(body)
+	if err != nil {
+		k.report("found: "+body, err)
+		return
+	}
+	name := clave + ": a record that exists"
+	status, answer, err := k.post(ctx, "executequery", body, k.c.token)
+	if err == nil && status != 200 {
+		err = fmt.Errorf("HTTP %d: %.200s", status, answer)
+	}
+	if err == nil {
+		err = k.fitsAnswer(clave, answer)
+	}
+	k.report(name, err)
+	if err != nil {
+		return
+	}
+	names, types := k.columns(clave)
+	k.report(clave+": columns in the procedure's order", keyOrder(answer, names))
+	k.report(clave+": NUMERIC columns keep their scale", scales(answer, names, types))
+}
+
+func (k *checker) fitsAnswer(clave string, answer []byte) error {
+	s, err := k.schema(clave + ".answer")
+	if err != nil {
+		return fmt.Errorf("the document has no answer schema for %s: %w", clave, err)
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(answer))
+	if err != nil {
+		return fmt.Errorf("not JSON: %.200s", answer)
+	}
+	if err := s.Validate(v); err != nil {
+		return fmt.Errorf("does not fit the document: %s", oneLine(err.Error()))
+	}
+	var a struct{ Data []json.RawMessage }
+	if json.Unmarshal(answer, &a) != nil || len(a.Data) == 0 {
+		return errors.New("no rows")
+	}
+	return nil
+}
+
+// rows gives each row's keys and raw values in the answer's order.
+func rows(answer []byte) ([][]string, [][]string, error) {
+	dec := json.NewDecoder(bytes.NewReader(answer))
+	dec.UseNumber()
+	if !seekArray(dec, "data") {
+		return nil, nil, errors.New("no data array")
+	}
+	var keys, values [][]string
+	for dec.More() {
+		var row []string
+		var vals []string
+		if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+			return nil, nil, errors.New("a row is not an object")
+		}
+		for dec.More() {
+			t, err := dec.Token()
+			if err != nil {
+				return nil, nil, err
+			}
+			var v json.RawMessage
+			if err := dec.Decode(&v); err != nil {
+				return nil, nil, err
+			}
+			row, vals = append(row, t.(string)), append(vals, string(v))
+		}
+		dec.Token() //nolint:errcheck // the closing brace
+		keys, values = append(keys, row), append(values, vals)
+	}
+	return keys, values, nil
+}
+
+func seekArray(dec *json.Decoder, key string) bool {
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return false
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if t == key {
+			t, err := dec.Token()
+			return err == nil && t == json.Delim('[')
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return false
+		}
+	}
+	return false
+}
+
+func keyOrder(answer []byte, names []string) error {
+	keys, _, err := rows(answer)
+	if err != nil {
+		return err
+	}
+	for i, row := range keys {
+		if strings.Join(row, ",") != strings.Join(names, ",") {
+			return fmt.Errorf("row %d has keys %s; the procedure's order is %s", i+1, abbreviate(row), abbreviate(names))
+		}
+	}
+	return nil
+}
+
+func scales(answer []byte, names, types []string) error {
+	_, values, err := rows(answer)
+	if err != nil {
+		return err
+	}
+	for i, row := range values {
+		for j, v := range row {
+			if j >= len(types) || v == "null" {
+				continue
+			}
+			m := numericScale.FindStringSubmatch(types[j])
+			if m == nil {
+				continue
+			}
+			scale, _ := strconv.Atoi(m[2])
+			got := 0
+			if _, frac, ok := strings.Cut(v, "."); ok {
+				got = len(frac)
+			}
+			if got != scale {
+				return fmt.Errorf("row %d: %s is %s, written with %d decimals; %s has %d (rounded through a float?)", i+1, names[j], v, got, types[j], scale)
+			}
+		}
+	}
+	return nil
+}
+
+// writeRoundTrip inserts a third party with Set_Terceros, checks the
+// read-back fits its schema, and that the same insert again is refused by
+// the database.
+func (k *checker) writeRoundTrip(ctx context.Context) {
+	body := `{"CLAVE":"Set_Terceros","CODIGO":"` + k.c.write + `","DV":"0","NATURALEZA":"N","NOM1":"Contrato","APL1":"Prueba","RAZON_COMERCIAL":"Prueba de contrato","DIRECCION":"Calle 1","CODIDENTIDAD":"CC","CODSOCIEDAD":"PN","CODPAIS":"CO","CODMUNICIPIO":"11001"}`
+	status, answer, err := k.post(ctx, "execute", body, k.c.token)
+	if err == nil && status != 200 {
+		err = fmt.Errorf("HTTP %d: %.200s", status, answer)
+	}
+	if err == nil {
+		err = k.fitsAnswer("Set_Terceros", answer)
+	}
+	k.report("Set_Terceros: a new third party, answered by its read-back", err)
+	status, answer, err = k.post(ctx, "execute", body, k.c.token)
+	if err == nil && (status != 200 || !bytes.Contains(answer, []byte(`"ex_execsql"`))) {
+		err = fmt.Errorf("want the database's refusal, HTTP 200; got HTTP %d %.200s", status, answer)
+	}
+	k.report("Set_Terceros: the same again is the database's refusal", err)
+}
+
+func abbreviate(keys []string) string {
+	if len(keys) > 4 {
+		return strings.Join(keys[:4], ",") + ",…"
+	}
+	return strings.Join(keys, ",")
+}
+
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"time"
+)
+
+func measureLevels(ctx context.Context, o options, db *sql.DB, base string) ([]result, error) {
+	var results []result
+	for _, c := range o.levels {
+		raw, err := rawClients(ctx, db, c)
+		if err != nil {
+			return nil, err
+		}
+		r, err := measure(ctx, "raw", raw, o.duration)
+		closeAll(raw)
+		if err != nil {
+			return nil, err
+		}
+		hcs, err := httpClients(base, o.token, c)
+		if err != nil {
+			return nil, err
+		}
+		h, err := measure(ctx, "http", hcs, o.duration)
+		closeAll(hcs)
+		if err != nil {
+			return nil, err
+		}
+		results = append(results, r, h)
+	}
+	return results, nil
+}
+
+func reportFailures(results []result) int {
+	failed := 0
+	for _, r := range results {
+		if r.errors > 0 {
+			fmt.Fprintf(os.Stderr, "%d clients %s: %d failed requests, the first: %v\n", r.clients, r.kind, r.errors, r.firstErr)
+			failed += r.errors
+		}
+	}
+	return failed
+}
+
+// client is one simulated client: call makes one request, close releases
+// what the client holds.
+type client struct {
+	call  func() error
+	close func()
+}
+
+func closeAll(clients []client) {
+	for _, c := range clients {
+		c.close()
+	}
+}
+
+// measure warms the clients up, then lets them call as fast as they can for
+// d, and records every successful call's latency and the Firebird server's CPU.
+func measure(ctx context.Context, kind string, clients []client, d time.Duration) (result, error) {
+	if err := warmUp(clients); err != nil {
+		return result{}, fmt.Errorf("%d clients %s: warm-up: %w", len(clients), kind, err)
+	}
+	type tally struct {
+		latencies []time.Duration
+		errors    int
+		firstErr  error
+	}
+	tallies := make([]tally, len(clients))
+	cpuBefore, cpuErr := firebirdCPU()
+	start := time.Now()
+	stopAt := start.Add(d)
+	err := each(len(clients), d+callTimeout, func(i int) {
+		t := &tallies[i]
+		for time.Now().Before(stopAt) && ctx.Err() == nil {
+			began := time.Now()
+			if err := clients[i].call(); err != nil {
+				t.errors++
+				t.firstErr = cmp.Or(t.firstErr, err)
+				continue
+			}
+			t.latencies = append(t.latencies, time.Since(began))
+		}
+	})
+	elapsed := time.Since(start)
+	cpuAfter, cpuErrAfter := firebirdCPU()
+	if err := cmp.Or(err, ctx.Err()); err != nil {
+		return result{}, fmt.Errorf("%d clients %s: %w", len(clients), kind, err)
+	}
+	// A Firebird restarted meanwhile counts its CPU from zero again.
+	r := result{kind: kind, clients: len(clients), elapsed: elapsed, cpu: cpuAfter - cpuBefore,
+		cpuKnown: cpuErr == nil && cpuErrAfter == nil && cpuAfter >= cpuBefore}
+	for _, t := range tallies {
+		r.latencies = append(r.latencies, t.latencies...)
+		r.errors += t.errors
+		r.firstErr = cmp.Or(r.firstErr, t.firstErr)
+	}
+	slices.Sort(r.latencies)
+	return r, nil
+}
+
+// warmUp lets connections open and statements and the server's caches settle
+// before anything is timed.
+func warmUp(clients []client) error {
+	errs := make([]error, len(clients))
+	err := each(len(clients), warmUpCalls*callTimeout, func(i int) {
+		for range warmUpCalls {
+			if errs[i] = clients[i].call(); errs[i] != nil {
+				return
+			}
+		}
+	})
+	return cmp.Or(err, cmp.Or(errs...))
+}
+
+// each runs fn(0) … fn(n-1) concurrently and waits for them at most limit,
+// because a raw call has no deadline of its own (see rawClients).
+func each(n int, limit time.Duration, fn func(i int)) error {
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { fn(i) })
+	}
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-time.After(limit):
+		return fmt.Errorf("clients still busy after %s", limit)
+	}
+}

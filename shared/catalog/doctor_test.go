@@ -1,0 +1,73 @@
+package catalog
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestDiagnoseNamesTheParametersACountDiffersBy: the database's description
+// here is written by hand; shared/gateway and infra/catalog compare the same
+// with a real database's.
+func TestDiagnoseNamesTheParametersACountDiffersBy(t *testing.T) {
+	text := func(names ...string) []Param {
+		ps := make([]Param, len(names))
+		for i, n := range names {
+			ps[i] = Param{Name: n, Kind: Text, MaxLen: 10}
+		}
+		return ps
+	}
+	varchar := func(names ...string) []DBParam {
+		ps := make([]DBParam, len(names))
+		for i, n := range names {
+			ps[i] = DBParam{Name: n, Type: "VARCHAR", Chars: 10}
+		}
+		return ps
+	}
+	type compared struct {
+		op Operation
+		db map[string]Procedure
+	}
+	read := func(params []Param, inputs []DBParam) compared {
+		return compared{Operation{Clave: "Get_X", Endpoint: ExecuteQuery, Procedure: "P", Params: params},
+			map[string]Procedure{"P": {Name: "P", Exists: true, Selectable: true, Executable: true, Inputs: inputs}}}
+	}
+	write := func(readBack Procedure) compared {
+		return compared{Operation{Clave: "Set_X", Endpoint: Execute, Procedure: "W", Params: text("CODIGO"), ReadBack: &ReadBack{Procedure: "R", Params: []string{"CODIGO"}}},
+			map[string]Procedure{"W": {Name: "W", Exists: true, Executable: true, Inputs: varchar("P_CODIGO")}, "R": readBack}}
+	}
+	tests := []struct {
+		name string
+		in   compared
+		want string
+	}{
+		{"an input added in the middle", read(text("CODIGO", "FECHA_"), varchar("P_CODIGO", "P_MONEDA", "P_FECHA")),
+			"P (Get_X): the database declares 3 input parameters, the catalog 2: the catalog has no parameter for P_MONEDA"},
+		{"inputs removed", read(text("CODIGO", "MONEDA", "FECHA"), varchar("P_CODIGO")),
+			"P (Get_X): the database declares 1 input parameters, the catalog 3: the procedure has no input for the catalog's MONEDA, FECHA"},
+		{"names that do not line up: by position", read(text("A", "B", "C"), varchar("P_X")),
+			"P (Get_X): the database declares 1 input parameters, the catalog 3: in order, the procedure has no input for the catalog's B, C"},
+		{"names that do not line up, more in the database", read(text("A"), varchar("P_X", "P_Y")),
+			"P (Get_X): the database declares 2 input parameters, the catalog 1: in order, the catalog has no parameter for P_Y"},
+		{"a read-back's input added",
+			write(Procedure{Name: "R", Exists: true, Selectable: true, Executable: true, Inputs: varchar("P_EMPRESA", "P_CODIGO")}),
+			"R (read-back of Set_X): the database declares 2 input parameters, the catalog passes 1: the catalog has no parameter for P_EMPRESA"},
+		{"a read-back raising an exception without USAGE",
+			write(Procedure{Name: "R", Exists: true, Selectable: true, Executable: true, Inputs: varchar("P_CODIGO"), UngrantedExceptions: []string{"E1", "E2"}}),
+			"R (read-back of Set_X): it raises E1, E2 without USAGE, so Firebird refuses to prepare it and every call fails (GRANT USAGE ON EXCEPTION E1 TO PROCEDURE R; GRANT USAGE ON EXCEPTION E2 TO PROCEDURE R)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, f := range tt.in.op.Diagnose(tt.in.db) {
+				if !f.Fatal {
+					t.Errorf("not fatal: %s", f.Text)
+				}
+				got = append(got, f.Text)
+			}
+			if !slices.Equal(got, []string{tt.want}) {
+				t.Fatalf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), tt.want)
+			}
+		})
+	}
+}
