@@ -176,11 +176,13 @@ func Probes(cat *catalog.Catalog, endpoint catalog.Endpoint) []Probe {
 		if op.Endpoint != endpoint {
 			continue
 		}
+		// Every parameter gets a value, optional ones too: an optional
+		// filter left out can mean "everything" (a whole price list),
+		// which a deployment has no business reading from a customer's
+		// database, nor waiting for.
 		body := map[string]string{"CLAVE": clave}
 		for _, p := range op.Params {
-			if p.Required {
-				body[p.Name] = p.Example()
-			}
+			body[p.Name] = p.Example()
 		}
 		raw, _ := json.Marshal(body) // a map of strings always marshals
 		out = append(out, Probe{Name: clave, Body: string(raw)})
