@@ -21,7 +21,7 @@ export FB_TEST_PASSWORD ?= gateway-demo
 help:
 	@echo "make run | make test | make serve ADDR=host:port INSTANCES=file ACCESS=file | make bench | make lint"
 	@echo "make load | make build [CATALOG=file] | make deploy | make local-api | make token INSTANCE=name | make token-key | make demo-reset   (README.md)"
-	@echo "make openapi | make check | make doctor | make catalog-from-db   (README.md, \"The catalog\")"
+	@echo "make openapi | make check | make doctor | make catalog-from-db | make idempotency-sql [USER=GATEWAY]   (README.md, \"The catalog\")"
 
 # Mint a bearer token for INSTANCE with the access document: a file (ACCESS,
 # the demo's by default) or, with ACCESS_SECRET=id, the deployed secret.
@@ -33,7 +33,7 @@ token:
 token-key:
 	@go run ./infra/minttoken -new-key
 
-.PHONY: help token token-key load-neighbour run serve test bench load lint demo-db demo-reset firebird test-db build deploy local-api build-ExecuteQueryFunction build-ExecuteFunction build-ExecuteQueryHookFunction build-ExecuteHookFunction check-catalog catalog-from-db doctor openapi check
+.PHONY: help token token-key load-neighbour run serve test bench load lint demo-db demo-reset firebird test-db build deploy local-api build-ExecuteQueryFunction build-ExecuteFunction build-ExecuteQueryHookFunction build-ExecuteHookFunction check-catalog catalog-from-db doctor openapi check idempotency-sql
 
 # The Lambda binaries: linux/arm64, static, no RPC shim, stripped. CATALOG=file
 # (make build, sam build) builds that catalog into both, gzipped and base64'd
@@ -92,6 +92,12 @@ check:
 	@go run ./infra/check -base $(or $(BASE),http://$(ADDR)) -instance $(or $(INSTANCE),demo) -token '$(or $(TOKEN),$(DEMO_TOKEN))' \
 	  $(foreach f,$(or $(FOUND),$(if $(CHECK_DEMO),$(DEMO_FOUND))),-found '$(f)') \
 	  $(foreach m,$(or $(MISSING),$(if $(CHECK_DEMO),$(DEMO_MISSING))),-missing '$(m)') $(if $(WRITE),-write $(WRITE))
+
+# The idempotency keys' table and its grants, for a DBA to run with isql on an
+# instance's database (README, "Writes that are safe to retry"); USER= names
+# the gateway's Firebird user (GATEWAY), not the shell's.
+idempotency-sql:
+	@go run ./infra/catalog idempotency-sql -user '$(if $(filter command line,$(origin USER)),$(USER),GATEWAY)'
 
 # Compare a catalog (CATALOG=file, or the specification's) with each instance's database.
 doctor:

@@ -4,18 +4,25 @@
 //	catalog check FILE...                      exit 1 naming the entry and field of the first error
 //	catalog from-db -instances F [-instance N] [-procedures 'REST_%']
 //	catalog doctor -instances F [-catalog FILE]  compare a catalog with each instance's database
+//	catalog idempotency-sql [-user GATEWAY]    the idempotency keys' table and its grants, for a DBA
 //
-// `make build` runs check, `make catalog-from-db` from-db, `make doctor` doctor.
+// `make build` runs check, `make catalog-from-db` from-db, `make doctor`
+// doctor, `make idempotency-sql` idempotency-sql.
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"regexp"
+	"strings"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/firebird"
 )
 
 func main() {
@@ -32,6 +39,8 @@ func main() {
 		err = fromDB(ctx, os.Args[2:], os.Stdout, os.Stderr)
 	case "doctor":
 		err = doctor(ctx, os.Args[2:], os.Stdout)
+	case "idempotency-sql":
+		err = idempotencySQL(os.Args[2:], os.Stdout)
 	default:
 		usage()
 	}
@@ -42,7 +51,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: catalog check FILE... | catalog from-db -instances FILE [-instance NAME] [-procedures 'REST_%'] | catalog doctor -instances FILE [-catalog FILE]")
+	fmt.Fprintln(os.Stderr, "usage: catalog check FILE... | catalog from-db -instances FILE [-instance NAME] [-procedures 'REST_%'] | catalog doctor -instances FILE [-catalog FILE] | catalog idempotency-sql [-user NAME]")
 	os.Exit(2)
 }
 
@@ -57,4 +66,20 @@ func check(files []string) error {
 		fmt.Fprintf(os.Stderr, "catalog %s: valid\n", f)
 	}
 	return nil
+}
+
+// A Firebird user or role name as the DDL may name it unquoted.
+var sqlName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_$]{0,62}$`)
+
+func idempotencySQL(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("idempotency-sql", flag.ContinueOnError)
+	user := fs.String("user", "GATEWAY", "the gateway's Firebird user (or role) to grant the table to")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if !sqlName.MatchString(*user) {
+		return fmt.Errorf("idempotency-sql: %q is not a user name (letters, digits, _ and $, starting with a letter)", *user)
+	}
+	_, err := io.WriteString(stdout, firebird.KeyTableSQL(strings.ToUpper(*user)))
+	return err
 }

@@ -125,3 +125,27 @@ func TestExamplesPassValidation(t *testing.T) {
 		})
 	}
 }
+
+func TestFingerprintIsTheValidatedRequest(t *testing.T) {
+	c := Default()
+	fp := func(body string) string {
+		call, refused := c.Parse(ExecuteQuery, []byte(body))
+		if refused != nil {
+			t.Fatalf("%s: %v", body, refused)
+		}
+		return call.Fingerprint()
+	}
+	a := fp(`{"CLAVE":"Get_Gestion_Primario","TIPO":"FV","PREFIJO":"FE","NUMERO":"1000"}`)
+	if b := fp(` { "NUMERO":"1000", "PREFIJO":"FE","TIPO":"FV", "CLAVE":"Get_Gestion_Primario" }`); a != b {
+		t.Error("spacing and field order change the fingerprint")
+	}
+	for _, other := range []string{
+		`{"CLAVE":"Get_Gestion_Primario","TIPO":"FV","PREFIJO":"FE","NUMERO":"1001"}`,
+		`{"CLAVE":"Get_Gestion_Primario","TIPO":"FVF","PREFIJO":"E","NUMERO":"1000"}`,
+		`{"CLAVE":"Get_Gestion_Primario","TIPO":"FV","PREFIJO":"FE1","NUMERO":"000"}`,
+	} {
+		if fp(other) == a {
+			t.Errorf("%s has the fingerprint of another request", other)
+		}
+	}
+}

@@ -2,11 +2,16 @@ package catalog
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/erp-gateway/gateway/shared/erp"
@@ -159,4 +164,32 @@ func jsonProblem(err error) string {
 	default:
 		return "unexpected end of input"
 	}
+}
+
+// Fingerprint identifies the request: its CLAVE and its arguments as
+// validated, so two bodies that differ only in spacing, field order or how a
+// number or an absent value is written are the same request, and any other
+// difference is another. An idempotency key is kept with it.
+func (c Call) Fingerprint() string {
+	h := sha256.New()
+	io.WriteString(h, c.Op.Clave) //nolint:errcheck // a hash never fails to write
+	for _, a := range c.Args {
+		// Each value with its kind and length, so no two argument lists
+		// write the same bytes.
+		var v string
+		switch a := a.(type) {
+		case nil:
+			v = "n"
+		case string:
+			v = "s" + a
+		case int64:
+			v = "i" + strconv.FormatInt(a, 10)
+		case time.Time:
+			v = "d" + a.Format(time.DateOnly)
+		default:
+			v = fmt.Sprintf("?%T%v", a, a)
+		}
+		fmt.Fprintf(h, "\x00%d:%s", len(v), v)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -44,6 +44,10 @@ const (
 	CodeInternal       Code = 1299
 	CodeTooManyRows    Code = 1301
 	CodeAnswerTooLarge Code = 1302
+	CodeKeyInvalid     Code = 1401
+	CodeKeyNotEnabled  Code = 1402
+	CodeKeyReused      Code = 1403
+	CodeKeyInProgress  Code = 1404
 )
 
 // Outcome is a class of answers, the Outcome dimension of the metrics.
@@ -124,6 +128,10 @@ var codes = [...]Info{
 	{CodeInternal, http.StatusInternalServerError, OutcomeInternal, ScopeEdge, "A bug; logged."},
 	{CodeTooManyRows, http.StatusUnprocessableEntity, OutcomeClientError, ScopeDatabase, "The answer has more rows than the operation's limit."},
 	{CodeAnswerTooLarge, http.StatusUnprocessableEntity, OutcomeClientError, ScopeDatabase, "The answer is larger than a Lambda function may return."},
+	{CodeKeyInvalid, http.StatusBadRequest, OutcomeClientError, ScopeWrite, "The Idempotency-Key header is not 1 to 255 printable ASCII characters, or is sent more than once."},
+	{CodeKeyNotEnabled, http.StatusBadRequest, OutcomeClientError, ScopeWrite, "The instance does not keep Idempotency-Keys: its operator must install their table and turn them on."},
+	{CodeKeyReused, http.StatusUnprocessableEntity, OutcomeClientError, ScopeWrite, "The Idempotency-Key was used for a different request."},
+	{CodeKeyInProgress, http.StatusConflict, OutcomeClientError, ScopeWrite, "A request with this Idempotency-Key is still running; see Retry-After."},
 }
 
 // Codes lists every code's entry in the order of the numbers.

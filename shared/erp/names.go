@@ -18,3 +18,20 @@ func ValidInstanceName(name string) bool { return validInstance.MatchString(name
 // ValidTokenID reports whether s is a token id as tokens carry it: 128 bits
 // in lower-case hex. Logs and revocation lists name tokens by it.
 func ValidTokenID(s string) bool { return validTokenID.MatchString(s) }
+
+// MaxKeyLength is the longest Idempotency-Key accepted.
+const MaxKeyLength = 255
+
+// ValidKey reports whether k may be an Idempotency-Key: 1 to MaxKeyLength
+// printable ASCII characters (space included, as the IETF draft's sf-string).
+func ValidKey(k string) bool {
+	if len(k) == 0 || len(k) > MaxKeyLength {
+		return false
+	}
+	for i := range len(k) {
+		if k[i] < 0x20 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}

@@ -68,13 +68,15 @@ func (p *Pools) do(ctx context.Context, t erp.Target, write bool, out *record.En
 		if err != nil {
 			return err
 		}
-		out.Reset()
+		if out != nil {
+			out.Reset()
+		}
 		var at atomic.Int32
 		err = guard(ctx, func() error { return cur.run(ctx, p.opts, write, &at, body) })
 		if err == nil {
 			return nil
 		}
-		if overLimit(err) {
+		if overLimit(err) || errors.Is(err, errKeyTaken) || errors.Is(err, erp.ErrKeyInProgress) {
 			return err
 		}
 		ph := phase(at.Load())

@@ -80,6 +80,9 @@ type Pools struct {
 type pool struct {
 	cfg erp.Connection
 	db  *sql.DB
+	// swept is when this process last swept the instance's expired
+	// idempotency keys (guarded by Pools.mu).
+	swept time.Time
 }
 
 // NewPools returns an empty set of pools.

@@ -37,6 +37,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		cfg.MaxAnswer = n
 	}
+	if v := getenv("GATEWAY_IDEMPOTENCY_TTL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Minute {
+			return Config{}, fmt.Errorf("GATEWAY_IDEMPOTENCY_TTL=%q: want a duration of a minute or more, such as 24h", v)
+		}
+		cfg.KeyTTL = d
+	}
 	return cfg, nil
 }
 

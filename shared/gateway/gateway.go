@@ -24,6 +24,9 @@ import (
 type Database interface {
 	Read(ctx context.Context, t erp.Target, procedure string, args []any, out *record.Encoder) error
 	Write(ctx context.Context, t erp.Target, procedure string, args []any, readBack string, readArgs []any, out *record.Encoder) error
+	// WriteOnce is Write kept under an idempotency key; replay is the kept
+	// answer when the key was kept before.
+	WriteOnce(ctx context.Context, t erp.Target, procedure string, args []any, readBack string, readArgs []any, out *record.Encoder, k erp.Key) (replay []byte, err error)
 }
 
 // Access checks a request's credentials for an instance name before any
@@ -68,6 +71,8 @@ type Config struct {
 	// MetricsNamespace, when set, makes each request's log line a
 	// CloudWatch Embedded Metric Format document in this namespace.
 	MetricsNamespace string
+	// KeyTTL is how long an idempotency key is kept.
+	KeyTTL time.Duration
 }
 
 // Defaults of Config.
@@ -79,6 +84,7 @@ const (
 	// DefaultMaxAnswer leaves room under Lambda's 6 MB (6,291,456 bytes)
 	// response limit for the response's status and headers.
 	DefaultMaxAnswer = 6_291_456 - 16<<10
+	DefaultKeyTTL    = 24 * time.Hour
 )
 
 // Handler is the gateway's http.Handler.
@@ -113,6 +119,9 @@ func New(cfg Config, cat *catalog.Catalog, acc Access, instances Instances, db D
 	}
 	if cfg.MaxAnswer <= 0 {
 		cfg.MaxAnswer = DefaultMaxAnswer
+	}
+	if cfg.KeyTTL <= 0 {
+		cfg.KeyTTL = DefaultKeyTTL
 	}
 	if len(cfg.Endpoints) == 0 {
 		cfg.Endpoints = []catalog.Endpoint{catalog.ExecuteQuery, catalog.Execute}

@@ -78,6 +78,9 @@ func (h *Handler) logRequest(ctx context.Context, r *http.Request, o outcome, wo
 		slog.String("instance", o.instance), slog.String("clave", o.clave),
 		slog.Int("status", o.status), slog.Int("cod_error", int(o.code)), slog.Float64("ms", ms),
 	}
+	if o.replayed {
+		attrs = append(attrs, slog.Bool("replayed", true))
+	}
 	if o.status >= 400 && o.status < 500 {
 		// Scans and brute force show up as refusals from one address,
 		// with the names they tried.

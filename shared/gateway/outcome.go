@@ -18,6 +18,7 @@ type outcome struct {
 	challenge  bool          // ask for a bearer token
 	retryAfter time.Duration // when to try again, for a pause
 	allow      string        // the method the path serves, for a 405
+	replayed   bool          // the kept answer of an idempotency key
 	// For the request's log line and metrics:
 	asked       string        // the instance name asked for, authenticated or not
 	refusedByDB bool          // the database's own refusal, in ex_execsql
@@ -55,6 +56,9 @@ func (o outcome) write(w http.ResponseWriter) {
 	h.Set("Content-Length", strconv.Itoa(len(o.body)))
 	if o.allow != "" {
 		h.Set("Allow", o.allow)
+	}
+	if o.replayed {
+		h.Set("Idempotent-Replayed", "true")
 	}
 	if o.challenge {
 		h.Set("WWW-Authenticate", `Bearer realm="erp-gateway"`)

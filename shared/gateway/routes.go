@@ -22,7 +22,17 @@ type route struct {
 	suffix []string
 	// listed: API Gateway routes it to this handler (Routes).
 	listed bool
-	serve  func(h *Handler, r *http.Request, t erp.Target) outcome
+	serve  func(h *Handler, r *http.Request, c caller) outcome
+}
+
+// caller is an authenticated request's instance and credentials.
+type caller struct {
+	target erp.Target
+	// keys: the instance keeps idempotency keys.
+	keys bool
+	// tokenID is the token's id, "" for an anonymous instance: the scope
+	// of the caller's idempotency keys.
+	tokenID string
 }
 
 // routes is the table of what a handler with cfg serves.
@@ -31,15 +41,15 @@ func routes(cfg Config) []route {
 	for _, e := range cfg.Endpoints {
 		rs = append(rs, route{method: http.MethodPost, listed: true,
 			suffix: []string{"RestServerIsapi.dll", "api", "v1", "{class}", string(e)},
-			serve:  func(h *Handler, r *http.Request, t erp.Target) outcome { return h.execute(r, t, e) }})
+			serve:  func(h *Handler, r *http.Request, c caller) outcome { return h.execute(r, c, e) }})
 		if e == catalog.ExecuteQuery {
 			rs = append(rs, route{method: http.MethodGet, listed: true, suffix: []string{"health"},
-				serve: func(h *Handler, r *http.Request, t erp.Target) outcome { return h.health(r.Context(), t) }})
+				serve: func(h *Handler, r *http.Request, c caller) outcome { return h.health(r.Context(), c.target) }})
 		}
 	}
 	if cfg.OpenAPI {
 		rs = append(rs, route{method: http.MethodGet, suffix: []string{"openapi.json"},
-			serve: (*Handler).openAPI})
+			serve: func(h *Handler, r *http.Request, c caller) outcome { return h.openAPI(r, c.target) }})
 	}
 	return rs
 }
@@ -89,11 +99,11 @@ func (h *Handler) serve(r *http.Request) outcome {
 			o.allow = rt.method
 			return o
 		}
-		inst, denied := h.authenticate(r, instance)
+		inst, tokenID, denied := h.authenticate(r, instance)
 		if denied != nil {
 			return *denied
 		}
-		o := rt.serve(h, r, erp.Target{Instance: instance, Connection: inst.Connection})
+		o := rt.serve(h, r, caller{target: erp.Target{Instance: instance, Connection: inst.Connection}, keys: inst.Idempotency, tokenID: tokenID})
 		o.instance = instance
 		return o
 	}
@@ -101,7 +111,7 @@ func (h *Handler) serve(r *http.Request) outcome {
 }
 
 // execute reads, validates and runs a request to endpoint.
-func (h *Handler) execute(r *http.Request, t erp.Target, endpoint catalog.Endpoint) outcome {
+func (h *Handler) execute(r *http.Request, c caller, endpoint catalog.Endpoint) outcome {
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, h.cfg.MaxBody))
 	var tooBig *http.MaxBytesError
 	switch {
@@ -120,19 +130,43 @@ func (h *Handler) execute(r *http.Request, t erp.Target, endpoint catalog.Endpoi
 		}
 		return o
 	}
-	o := h.run(r.Context(), t, call)
+	key, refused := idempotencyKey(r, c, endpoint)
+	if refused != nil {
+		o := refusal(refused.Code, refused.Message)
+		o.clave = call.Op.Clave
+		return o
+	}
+	o := h.run(r.Context(), c.target, call, key, c.tokenID)
 	o.clave = call.Op.Clave
 	return o
+}
+
+// idempotencyKey is the request's Idempotency-Key on execute ("" without
+// one). Reads run nothing twice, so on executequery the header changes
+// nothing. A key an instance cannot keep is refused, never ignored: a client
+// that believes its write is protected must not be misled.
+func idempotencyKey(r *http.Request, c caller, endpoint catalog.Endpoint) (string, *erp.Error) {
+	keys := r.Header.Values("Idempotency-Key")
+	if endpoint != catalog.Execute || len(keys) == 0 {
+		return "", nil
+	}
+	if len(keys) > 1 || !erp.ValidKey(keys[0]) {
+		return "", erp.Refuse(erp.CodeKeyInvalid, "Idempotency-Key must be sent once, 1 to %d printable ASCII characters", erp.MaxKeyLength)
+	}
+	if !c.keys {
+		return "", erp.Refuse(erp.CodeKeyNotEnabled, "instance %s does not keep Idempotency-Keys: its operator must install their table (make idempotency-sql) and set \"idempotency\": true in its document; send the write without the header only if a retry cannot write twice", c.target.Instance)
+	}
+	return keys[0], nil
 }
 
 // authenticate checks the request's token for the instance name and only
 // then resolves the instance: a request without a valid token costs no
 // lookup, no cache entry and no connection, and learns nothing of which
 // names exist.
-func (h *Handler) authenticate(r *http.Request, instance string) (tenants.Instance, *outcome) {
-	refuse := func(o outcome) (tenants.Instance, *outcome) {
+func (h *Handler) authenticate(r *http.Request, instance string) (tenants.Instance, string, *outcome) {
+	refuse := func(o outcome) (tenants.Instance, string, *outcome) {
 		o.asked = instance
-		return tenants.Instance{}, &o
+		return tenants.Instance{}, "", &o
 	}
 	if !erp.ValidInstanceName(instance) {
 		return refuse(refusal(erp.CodeBadInstance, "the instance name must be 1 to 64 letters, digits, _ or -"))
@@ -157,7 +191,7 @@ func (h *Handler) authenticate(r *http.Request, instance string) (tenants.Instan
 	if tokenID != "" && inst.Revoked(tokenID) {
 		return refuse(unauthorized())
 	}
-	return inst, nil
+	return inst, tokenID, nil
 }
 
 func unauthorized() outcome {

@@ -14,20 +14,37 @@ import (
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
-func (h *Handler) run(ctx context.Context, t erp.Target, call catalog.Call) outcome {
+// run calls the operation; key, when not "", is the write's idempotency
+// key in scope (the caller's token id).
+func (h *Handler) run(ctx context.Context, t erp.Target, call catalog.Call, key, scope string) outcome {
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
 	defer cancel()
 	out := record.NewEncoder(dataPrefix, record.Limits{MaxRows: call.Op.MaxRows, MaxBytes: h.cfg.MaxAnswer})
+	w := work{call: call, out: out}
+	if key != "" {
+		w.key = &erp.Key{Scope: scope, Key: key, Clave: call.Op.Clave, Fingerprint: call.Fingerprint(), TTL: h.cfg.KeyTTL,
+			Answer: func() []byte { return out.Finish("}") }}
+	}
 	began := time.Now()
-	tripped, err := h.guarded(ctx, t, call, out)
+	tripped, err := h.guarded(ctx, t, &w)
 	took := time.Since(began)
-	o := h.answer(ctx, t, call, out, err)
+	o := h.answer(ctx, t, &w, err)
 	o.dbTime, o.tripped = took, tripped
 	return o
 }
 
+// work is one call and what it produced.
+type work struct {
+	call catalog.Call
+	out  *record.Encoder
+	key  *erp.Key
+	// replay is the kept answer of the key, when it was kept before.
+	replay []byte
+}
+
 // answer turns a call's result into what the client sees.
-func (h *Handler) answer(ctx context.Context, t erp.Target, call catalog.Call, out *record.Encoder, err error) outcome {
+func (h *Handler) answer(ctx context.Context, t erp.Target, w *work, err error) outcome {
+	call, out := w.call, w.out
 	var paused *pausedError
 	var exc *erp.Exception
 	nothingWritten := ""
@@ -35,8 +52,16 @@ func (h *Handler) answer(ctx context.Context, t erp.Target, call catalog.Call, o
 		nothingWritten = "; nothing was written"
 	}
 	switch {
+	case err == nil && w.replay != nil:
+		return outcome{status: http.StatusOK, body: w.replay, replayed: true}
 	case err == nil:
 		return outcome{status: http.StatusOK, body: out.Finish("}")}
+	case errors.Is(err, erp.ErrKeyReused):
+		return refusal(erp.CodeKeyReused, "this Idempotency-Key was sent before with another request (another CLAVE or other values); nothing was written; use a new key for a new request")
+	case errors.Is(err, erp.ErrKeyInProgress):
+		o := refusal(erp.CodeKeyInProgress, "a request with this Idempotency-Key is still running; send it again in a moment, with the same key")
+		o.retryAfter = time.Second
+		return o
 	case errors.As(err, &paused):
 		o := refusal(erp.CodePaused, fmt.Sprintf("the database of instance %s failed repeatedly; calls to it are paused for %ds%s; try again later", t.Instance, retrySeconds(paused.wait), nothingWritten))
 		o.retryAfter = paused.wait
@@ -49,6 +74,9 @@ func (h *Handler) answer(ctx context.Context, t erp.Target, call catalog.Call, o
 		return h.exception(exc)
 	case errors.Is(err, erp.ErrOutcomeUnknown):
 		h.log.ErrorContext(ctx, "write outcome unknown", "instance", t.Instance, "clave", call.Op.Clave, "err", err)
+		if w.key != nil {
+			return refusal(erp.CodeOutcomeUnknown, "the database of instance "+t.Instance+" did not confirm the write: send it again with the same Idempotency-Key, which answers what happened")
+		}
 		return refusal(erp.CodeOutcomeUnknown, "the database of instance "+t.Instance+" did not confirm the write: it may or may not have happened; read the record before retrying")
 	case errors.Is(err, erp.ErrCannotRun):
 		h.log.ErrorContext(ctx, "database cannot run the operation", "instance", t.Instance, "clave", call.Op.Clave, "err", err)
@@ -76,7 +104,7 @@ func (e *pausedError) Error() string { return "calls paused by the breaker" }
 
 // guarded runs the call unless the instance's breaker is open, and tells the
 // breaker how it went.
-func (h *Handler) guarded(ctx context.Context, t erp.Target, call catalog.Call, out *record.Encoder) (tripped bool, err error) {
+func (h *Handler) guarded(ctx context.Context, t erp.Target, w *work) (tripped bool, err error) {
 	ticket, ok, wait := h.breakers.allow(t.Instance)
 	if !ok {
 		return false, &pausedError{wait: wait}
@@ -87,14 +115,14 @@ func (h *Handler) guarded(ctx context.Context, t erp.Target, call catalog.Call, 
 			h.log.WarnContext(ctx, "breaker opened: calls to the instance paused", "instance", t.Instance)
 		}
 	}()
-	err = h.call(ctx, t, call, out)
+	err = h.call(ctx, t, w)
 	if errors.Is(err, erp.ErrCredentials) {
 		// The password may have been rotated: read the instance's settings
 		// again, bypassing the cache, and retry once if they changed.
 		if fresh, ok := h.refreshed(ctx, t); ok {
 			h.log.InfoContext(ctx, "credentials refused; retrying with refreshed settings", "instance", t.Instance)
 			t.Connection = fresh.Connection
-			err = h.call(ctx, t, call, out)
+			err = h.call(ctx, t, w)
 		}
 	}
 	// A database that answered "cannot run this" is up; one procedure's
@@ -109,11 +137,18 @@ func (h *Handler) guarded(ctx context.Context, t erp.Target, call catalog.Call, 
 
 func retrySeconds(d time.Duration) int { return int((d + time.Second - 1) / time.Second) }
 
-func (h *Handler) call(ctx context.Context, t erp.Target, call catalog.Call, out *record.Encoder) error {
-	if rb := call.Op.ReadBack; rb != nil {
-		return h.db.Write(ctx, t, call.Op.Procedure, call.Args, rb.Procedure, call.ReadBackArgs(), out)
+func (h *Handler) call(ctx context.Context, t erp.Target, w *work) error {
+	op, args := w.call.Op, w.call.Args
+	rb := op.ReadBack
+	switch {
+	case rb == nil:
+		return h.db.Read(ctx, t, op.Procedure, args, w.out)
+	case w.key != nil:
+		var err error
+		w.replay, err = h.db.WriteOnce(ctx, t, op.Procedure, args, rb.Procedure, w.call.ReadBackArgs(), w.out, *w.key)
+		return err
 	}
-	return h.db.Read(ctx, t, call.Op.Procedure, call.Args, out)
+	return h.db.Write(ctx, t, op.Procedure, args, rb.Procedure, w.call.ReadBackArgs(), w.out)
 }
 
 func (h *Handler) refreshed(ctx context.Context, t erp.Target) (tenants.Instance, bool) {

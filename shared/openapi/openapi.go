@@ -178,13 +178,18 @@ func operation(in Input, endpoint catalog.Endpoint, ops obj) obj {
 	reqMedia = append(reqMedia, kv{"examples", reqExamples})
 	ok := answer(200, "The procedure's rows (`data`, each row's keys in the procedure's output order), or the database's refusal (`ex_execsql`).", ansExamples, answers...)
 	summary, scope := "Run a read operation (a selectable procedure)", erp.ScopeEdge|erp.ScopeInstance|erp.ScopeBody|erp.ScopeDatabase
+	params := pathParams(in.Class)
 	if endpoint == catalog.Execute {
 		summary, scope = "Run a write operation (an executable procedure, answered by its read-back)", scope|erp.ScopeWrite
+		params = append(params, obj{{"name", "Idempotency-Key"}, {"in", "header"}, {"required", false},
+			{"description", "Makes the write safe to retry: the same key with the same request answers the first answer, byte for byte, and writes nothing again (README, \"Writes that are safe to retry\"). Only on instances that keep keys."},
+			{"schema", obj{{"type", "string"}, {"minLength", 1}, {"maxLength", erp.MaxKeyLength}, {"pattern", `^[\x20-\x7e]+$`}}}})
+		ok = withHeader(ok, "Idempotent-Replayed")
 	}
 	return obj{
 		{"operationId", string(endpoint)},
 		{"summary", summary},
-		{"parameters", pathParams(in.Class)},
+		{"parameters", params},
 		{"requestBody", obj{{"required", true}, {"content", obj{{"application/json", reqMedia}}}}},
 		{"responses", append(obj{{"200", ok}}, refusals(scope)...)},
 	}

@@ -18,7 +18,18 @@ func headers() obj {
 		{"WWW-Authenticate", obj{{"description", "Bearer realm=\"erp-gateway\": send the instance's token (README, \"Tokens\")."}, {"schema", str}}},
 		{"Retry-After", obj{{"description", "Seconds to wait before trying again, when the gateway knows (a paused instance, the local server's bound)."}, {"schema", obj{{"type", "integer"}, {"minimum", 1}}}}},
 		{"Allow", obj{{"description", "The method the path serves."}, {"schema", str}}},
+		{"Idempotent-Replayed", obj{{"description", "true: the answer kept with the request's Idempotency-Key, byte for byte; nothing ran again (README, \"Writes that are safe to retry\")."}, {"schema", obj{{"const", "true"}}}}},
 	}
+}
+
+// withHeader adds the header name to a response made by answer.
+func withHeader(response obj, name string) obj {
+	for i, e := range response {
+		if e.k == "headers" {
+			response[i].v = append(e.v.(obj), kv{name, header(name)})
+		}
+	}
+	return response
 }
 
 func header(name string) obj { return obj{{"$ref", "#/components/headers/" + name}} }

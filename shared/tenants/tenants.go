@@ -21,6 +21,9 @@ type Instance struct {
 	// RevokedTokens lists the ids of tokens minted for this instance that
 	// no longer open it (README, "Tokens").
 	RevokedTokens []string `json:"revoked_tokens,omitempty"`
+	// Idempotency: the instance's database has the idempotency keys' table
+	// (make idempotency-sql), so writes may carry an Idempotency-Key.
+	Idempotency bool `json:"idempotency,omitempty"`
 }
 
 // Revoked reports whether the token with this id was revoked.

@@ -1,0 +1,208 @@
+package firebird
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nakagami/firebirdsql"
+
+	"github.com/erp-gateway/gateway/shared/erp"
+	"github.com/erp-gateway/gateway/shared/record"
+)
+
+// KeyTable is the table idempotency keys are kept in, in the instance's own
+// database (README, "Writes that are safe to retry").
+const KeyTable = "GATEWAY_IDEMPOTENCY"
+
+// KeyTableSQL is the DDL a DBA runs once to install the table, and the
+// grants of user (the gateway's Firebird user, or its role). The gateway
+// never runs DDL itself.
+func KeyTableSQL(user string) string {
+	return strings.NewReplacer("{table}", KeyTable, "{user}", user).Replace(`-- The ERP gateway's idempotency keys (README, "Writes that are safe to retry").
+-- Run once with isql as the database's owner or SYSDBA, then set
+-- "idempotency": true in the instance's document.
+CREATE TABLE {table} (
+  SCOPE        VARCHAR(32) CHARACTER SET ASCII NOT NULL,
+  IDEM_KEY     VARCHAR(255) CHARACTER SET ASCII NOT NULL,
+  CLAVE        VARCHAR(63) CHARACTER SET UTF8 NOT NULL,
+  REQUEST_HASH CHAR(64) CHARACTER SET ASCII NOT NULL,
+  ANSWER       BLOB SUB_TYPE BINARY,
+  CREATED_AT   TIMESTAMP NOT NULL,
+  CONSTRAINT PK_{table} PRIMARY KEY (SCOPE, IDEM_KEY)
+);
+CREATE INDEX IX_{table}_CREATED ON {table} (CREATED_AT);
+GRANT SELECT, INSERT, UPDATE, DELETE ON {table} TO {user};
+COMMIT;
+`)
+}
+
+// The statements of a keyed write, prepared once per connection like the
+// others.
+const (
+	claimSQL  = "INSERT INTO " + KeyTable + " (SCOPE, IDEM_KEY, CLAVE, REQUEST_HASH, CREATED_AT) VALUES (?, ?, ?, ?, ?)"
+	keepSQL   = "UPDATE " + KeyTable + " SET ANSWER = ? WHERE SCOPE = ? AND IDEM_KEY = ?"
+	keptSQL   = "SELECT REQUEST_HASH, ANSWER, CREATED_AT FROM " + KeyTable + " WHERE SCOPE = ? AND IDEM_KEY = ?"
+	expireSQL = "DELETE FROM " + KeyTable + " WHERE SCOPE = ? AND IDEM_KEY = ? AND CREATED_AT < ?"
+	// A sweep's batch is bounded (ROWS 500): a few milliseconds of work,
+	// never a long transaction.
+	sweepSQL = "DELETE FROM " + KeyTable + " WHERE CREATED_AT < ? ROWS 500"
+)
+
+const (
+	// sweepEvery is how often one execution environment sweeps an
+	// instance's expired keys, after a keyed write.
+	sweepEvery = 10 * time.Second
+	// sweepTimeout bounds a sweep, which must not hold the answer back.
+	sweepTimeout = time.Second
+)
+
+// errKeyTaken: the key is kept already, or was while the claim waited.
+var errKeyTaken = errors.New("the idempotency key is taken")
+
+// WriteOnce is Write under an idempotency key. The key is claimed (a row of
+// KeyTable) in the write's own transaction before the procedure runs, and
+// the answer is kept in that row before the commit: the key and the write
+// commit together or not at all. A request whose key is kept gets the kept
+// answer (replay) and runs nothing; one whose key another request holds
+// waits for that request's end, at most half of its own time, and then
+// replays or runs; still held then, erp.ErrKeyInProgress.
+func (p *Pools) WriteOnce(ctx context.Context, t erp.Target, procedure string, args []any, readBack string, readArgs []any, out *record.Encoder, k erp.Key) (replay []byte, err error) {
+	exec, query := executeSQL(procedure, len(args)), selectSQL(readBack, len(readArgs))
+	for attempt := 0; ; attempt++ {
+		err := p.do(ctx, t, true, out, func(ctx context.Context, s *session) error {
+			if err := s.claim(ctx, k); err != nil {
+				return err
+			}
+			if err := s.exec(ctx, exec, args); err != nil {
+				return err
+			}
+			if err := s.query(ctx, query, readArgs, out); err != nil {
+				return err
+			}
+			return s.exec(ctx, keepSQL, []any{k.Answer(), k.Scope, k.Key})
+		})
+		if !errors.Is(err, errKeyTaken) {
+			if err == nil {
+				p.sweepIfDue(ctx, t, k.TTL)
+			}
+			return nil, err
+		}
+		fingerprint, answer, found, err := p.kept(ctx, t, k)
+		switch {
+		case err != nil:
+			return nil, err
+		case !found && attempt < 2:
+			// Its holder rolled back, or it had expired: run anew.
+			continue
+		case !found:
+			return nil, fmt.Errorf("%w: taken and gone twice", erp.ErrKeyInProgress)
+		case fingerprint != k.Fingerprint:
+			return nil, erp.ErrKeyReused
+		}
+		return answer, nil
+	}
+}
+
+// claim inserts the key's row. A row another transaction inserted and has
+// not ended holds its lock: the insert waits for that transaction, which
+// either commits (the key is taken) or rolls back (the key is ours).
+func (s *session) claim(ctx context.Context, k erp.Key) error {
+	wait := ctx
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		wait, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(deadline)/2))
+		defer cancel()
+	}
+	err := s.exec(wait, claimSQL, []any{k.Scope, k.Key, k.Clave, k.Fingerprint, time.Now().UTC()})
+	var fb *firebirdsql.FbError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &fb) && slices.Contains(fb.GDSCodes, firebirdsql.ISCUniqueKeyViolation):
+		return fmt.Errorf("%w: %w", errKeyTaken, err)
+	case wait.Err() != nil && ctx.Err() == nil:
+		return fmt.Errorf("%w: %w", erp.ErrKeyInProgress, err)
+	}
+	return err
+}
+
+// kept reads the key's row. An expired one is removed and reported not
+// found, so the key runs anew.
+func (p *Pools) kept(ctx context.Context, t erp.Target, k erp.Key) (fingerprint string, answer []byte, found bool, err error) {
+	var created time.Time
+	err = p.do(ctx, t, false, nil, func(ctx context.Context, s *session) error {
+		row, err := s.row(ctx, keptSQL, []any{k.Scope, k.Key})
+		if err != nil || row == nil {
+			return err
+		}
+		found = true
+		fingerprint, _ = row[0].(string)
+		answer, _ = row[1].([]byte)
+		created, _ = row[2].(time.Time)
+		return nil
+	})
+	if err != nil || !found {
+		return "", nil, false, err
+	}
+	cutoff := time.Now().UTC().Add(-k.TTL)
+	if created.Before(cutoff) {
+		err = p.do(ctx, t, true, nil, func(ctx context.Context, s *session) error {
+			return s.exec(ctx, expireSQL, []any{k.Scope, k.Key, cutoff})
+		})
+		return "", nil, false, err
+	}
+	return strings.TrimSpace(fingerprint), answer, true, nil
+}
+
+// sweepIfDue removes a batch of the instance's expired keys, at most every
+// sweepEvery in this process, in a short transaction of its own. It is best
+// effort: a sweep that fails is tried again at the next one.
+func (p *Pools) sweepIfDue(ctx context.Context, t erp.Target, ttl time.Duration) {
+	p.mu.Lock()
+	cur, ok := p.pools[t.Instance]
+	due := ok && time.Since(cur.swept) >= sweepEvery
+	if due {
+		cur.swept = time.Now()
+	}
+	p.mu.Unlock()
+	if !due {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, sweepTimeout)
+	defer cancel()
+	cutoff := time.Now().UTC().Add(-ttl)
+	p.do(ctx, t, true, nil, func(ctx context.Context, s *session) error { //nolint:errcheck // best effort, see above
+		return s.exec(ctx, sweepSQL, []any{cutoff})
+	})
+}
+
+// row runs query and returns its first row, nil when there is none.
+func (s *session) row(ctx context.Context, query string, args []any) ([]driver.Value, error) {
+	st, err := s.prepare(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	qc, ok := st.Stmt.(driver.StmtQueryContext)
+	if !ok {
+		return nil, errors.New("firebird: statement cannot query with a context")
+	}
+	rows, err := qc.QueryContext(ctx, named(args))
+	if err != nil {
+		return nil, s.failed(ctx, query, err)
+	}
+	defer rows.Close()
+	vals := make([]driver.Value, len(rows.Columns()))
+	switch err := rows.Next(vals); {
+	case errors.Is(err, io.EOF):
+		return nil, nil
+	case err != nil:
+		return nil, s.failed(ctx, query, err)
+	}
+	return vals, nil
+}
