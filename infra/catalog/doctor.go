@@ -48,6 +48,19 @@ func doctor(ctx context.Context, args []string, stdout io.Writer) error {
 			continue
 		}
 		findings := cat.Diagnose(procs)
+		if inst.Idempotency {
+			kctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			problems, err := firebird.CheckKeyTable(kctx, inst.Connection)
+			cancel()
+			if err != nil {
+				fmt.Fprintf(stdout, "%s: cannot read the database: %v\n", name, err)
+				fatal = true
+				continue
+			}
+			for _, p := range problems {
+				findings = append(findings, catalog.Finding{Clave: "Idempotency-Key", Fatal: true, Text: p})
+			}
+		}
 		if len(findings) == 0 {
 			fmt.Fprintf(stdout, "%s: ok (%d operations, %d procedures)\n", name, len(cat.Claves()), len(cat.Procedures()))
 		}

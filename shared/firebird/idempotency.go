@@ -2,6 +2,7 @@ package firebird
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/record"
+	"github.com/erp-gateway/gateway/shared/tally"
 )
 
 // KeyTable is the table idempotency keys are kept in, in the instance's own
@@ -205,4 +207,75 @@ func (s *session) row(ctx context.Context, query string, args []any) ([]driver.V
 		return nil, s.failed(ctx, query, err)
 	}
 	return vals, nil
+}
+
+// keyTablePrivileges are what the gateway's statements on KeyTable need, by
+// the letter RDB$USER_PRIVILEGES writes them with.
+var keyTablePrivileges = []struct{ letter, name string }{{"S", "SELECT"}, {"I", "INSERT"}, {"U", "UPDATE"}, {"D", "DELETE"}}
+
+// CheckKeyTable says what keeps the gateway's user from keeping idempotency
+// keys in cfg's database: the table missing, a column missing, a privilege
+// not granted (to the user, its role or PUBLIC). Nothing when all is there.
+func CheckKeyTable(ctx context.Context, cfg erp.Connection) ([]string, error) {
+	var problems []string
+	err := reading(ctx, cfg, func(tx *sql.Tx) error {
+		tally.Add(ctx, tally.StatementPrepares)
+		rows, err := tx.QueryContext(ctx, `SELECT TRIM(RDB$FIELD_NAME) FROM RDB$RELATION_FIELDS WHERE RDB$RELATION_NAME = ?`, KeyTable)
+		if err != nil {
+			return err
+		}
+		columns := map[string]bool{}
+		for rows.Next() {
+			var c string
+			if err := rows.Scan(&c); err != nil {
+				rows.Close()
+				return err
+			}
+			columns[c] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(columns) == 0 {
+			problems = append(problems, KeyTable+" does not exist: a DBA installs it with what make idempotency-sql prints")
+			return nil
+		}
+		for _, c := range []string{"SCOPE", "IDEM_KEY", "CLAVE", "REQUEST_HASH", "ANSWER", "CREATED_AT"} {
+			if !columns[c] {
+				problems = append(problems, fmt.Sprintf("%s has no column %s: it is not the table make idempotency-sql prints", KeyTable, c))
+			}
+		}
+		tally.Add(ctx, tally.StatementPrepares)
+		granted := map[string]bool{}
+		prows, err := tx.QueryContext(ctx, `SELECT TRIM(RDB$PRIVILEGE) FROM RDB$USER_PRIVILEGES
+			WHERE RDB$RELATION_NAME = ? AND TRIM(RDB$USER) IN (?, ?, 'PUBLIC')`, KeyTable, strings.ToUpper(cfg.User), strings.ToUpper(cfg.Role))
+		if err != nil {
+			return err
+		}
+		defer prows.Close()
+		for prows.Next() {
+			var p string
+			if err := prows.Scan(&p); err != nil {
+				return err
+			}
+			granted[p] = true
+		}
+		var missing []string
+		for _, p := range keyTablePrivileges {
+			if !granted[p.letter] {
+				missing = append(missing, p.name)
+			}
+		}
+		if len(missing) > 0 {
+			problems = append(problems, fmt.Sprintf("%s may not be used by %s: GRANT %s ON %s TO %s", KeyTable, strings.ToUpper(cfg.User), strings.Join(missing, ", "), KeyTable, strings.ToUpper(cfg.User)))
+		}
+		return prows.Err()
+	})
+	return problems, err
+}
+
+// CheckKeyTable is the package's CheckKeyTable for t.
+func (p *Pools) CheckKeyTable(ctx context.Context, t erp.Target) ([]string, error) {
+	return CheckKeyTable(ctx, t.Connection)
 }

@@ -17,6 +17,9 @@ import (
 // one. A Database that is not has no health check and plainer messages.
 type Describer interface {
 	Describe(ctx context.Context, t erp.Target, procedures []string) (map[string]catalog.Procedure, error)
+	// CheckKeyTable says what keeps the instance from keeping idempotency
+	// keys; nothing when all is there.
+	CheckKeyTable(ctx context.Context, t erp.Target) ([]string, error)
 }
 
 // How long a database's description serves. A call the database cannot run
@@ -160,7 +163,7 @@ func (h *Handler) openAPI(r *http.Request, t erp.Target) outcome {
 // health connects to the instance's database and compares the catalog with
 // it (README, "Health"): afresh, since an operator asks it after changing the
 // database.
-func (h *Handler) health(ctx context.Context, t erp.Target) outcome {
+func (h *Handler) health(ctx context.Context, t erp.Target, keys bool) outcome {
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
 	defer cancel()
 	if _, ok := h.db.(Describer); !ok {
@@ -172,6 +175,18 @@ func (h *Handler) health(ctx context.Context, t erp.Target) outcome {
 		return healthAnswer(http.StatusServiceUnavailable, erp.CodeUnavailable, "unavailable", "the database of instance "+t.Instance+" is not reachable right now", nil)
 	}
 	findings := h.catalog.Diagnose(procs)
+	if keys {
+		// Every keyed write fails without the table: fatal.
+		problems, err := h.db.(Describer).CheckKeyTable(ctx, t)
+		if err != nil {
+			h.log.WarnContext(ctx, "health: database unavailable", "instance", t.Instance, "err", err)
+			return healthAnswer(http.StatusServiceUnavailable, erp.CodeUnavailable, "unavailable", "the database of instance "+t.Instance+" is not reachable right now", nil)
+		}
+		for _, p := range problems {
+			findings = append(findings, catalog.Finding{Clave: "Idempotency-Key", Fatal: true, Text: p})
+		}
+		fresh = fresh || len(problems) > 0
+	}
 	if fresh && len(findings) > 0 {
 		texts := make([]string, len(findings))
 		for i, f := range findings {

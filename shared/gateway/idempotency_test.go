@@ -257,3 +257,31 @@ func assertNoOpenWrites(t testing.TB, admin *sql.DB) {
 		t.Fatalf("%d read-write transactions of the gateway open", n)
 	}
 }
+
+// TestHealthReportsTheKeyTable: with "idempotency": true, the health check
+// fails while the table or a grant is missing.
+func TestHealthReportsTheKeyTable(t *testing.T) {
+	e, token, admin := keysEnv(t, true)
+	health := func() keyed {
+		req := httptest.NewRequest(http.MethodGet, "/demo/health", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		return keyed{status: rec.Code, body: rec.Body.String()}
+	}
+	if r := health(); r.status != 200 {
+		t.Fatalf("with the table: %+v", r)
+	}
+	if _, err := admin.Exec(`REVOKE DELETE ON ` + firebird.KeyTable + ` FROM GATEWAY`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.Exec(`GRANT DELETE ON ` + firebird.KeyTable + ` TO GATEWAY`); err != nil {
+			t.Error(err)
+		}
+	})
+	r := health()
+	if r.status != 503 || !strings.Contains(r.body, `"fatal":true,"finding":"GATEWAY_IDEMPOTENCY may not be used by GATEWAY: GRANT DELETE ON GATEWAY_IDEMPOTENCY TO GATEWAY"`) {
+		t.Fatalf("without DELETE: %+v", r)
+	}
+}

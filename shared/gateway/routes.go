@@ -44,7 +44,7 @@ func routes(cfg Config) []route {
 			serve:  func(h *Handler, r *http.Request, c caller) outcome { return h.execute(r, c, e) }})
 		if e == catalog.ExecuteQuery {
 			rs = append(rs, route{method: http.MethodGet, listed: true, suffix: []string{"health"},
-				serve: func(h *Handler, r *http.Request, c caller) outcome { return h.health(r.Context(), c.target) }})
+				serve: func(h *Handler, r *http.Request, c caller) outcome { return h.health(r.Context(), c.target, c.keys) }})
 		}
 	}
 	if cfg.OpenAPI {
