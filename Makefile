@@ -161,13 +161,21 @@ build-ExecuteFunction: check-catalog
 build-ExecuteQueryHookFunction build-ExecuteHookFunction: check-catalog
 	@$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/pretraffic
 
+# sam build's cache (samconfig.toml: cached) keys on the source files, not on
+# CATALOG: a deploy always builds afresh, or it could ship the binaries of an
+# earlier build with another catalog. make local-api builds elsewhere
+# (LOCAL_BUILD), so not even a plain sam deploy can pick up its demo catalog.
+# The stack's parameters keep their values; PARAMS='Name=Value ...' changes
+# those it names (README, "Parameters").
+DEPLOY_BUILD := .aws-sam/build
+LOCAL_BUILD := .aws-sam/local
 deploy:
 	@echo "deploying with the catalog $(or $(CATALOG),of the specification (its four operations): set CATALOG=file for a customer's)"
 	sam validate --lint
-	CATALOG=$(CATALOG) sam build
-	sam deploy
+	CATALOG=$(CATALOG) sam build --no-cached --build-dir $(DEPLOY_BUILD)
+	sam deploy --template-file $(DEPLOY_BUILD)/template.yaml $(if $(PARAMS),--parameter-overrides $(PARAMS))
 
 # Needs Docker and the demo database (make demo-db); see README.
 local-api:
-	CATALOG=$(or $(CATALOG),infra/catalog.demo.json) sam build
-	sam local start-api --env-vars infra/env.json --port 3001
+	CATALOG=$(or $(CATALOG),infra/catalog.demo.json) sam build --build-dir $(LOCAL_BUILD)
+	sam local start-api --template $(LOCAL_BUILD)/template.yaml --env-vars infra/env.json --port 3001

@@ -222,11 +222,12 @@ func (f *Function) Close() error { return f.pools.Close() }
 
 // Main is the whole main of a function binary; builtCatalog as in New.
 func Main(endpoint catalog.Endpoint, builtCatalog string) {
-	level := os.Getenv("AWS_LAMBDA_LOG_LEVEL") // set by the Lambda's LoggingConfig
-	if level == "" {
-		level = os.Getenv("LOG_LEVEL")
-	}
-	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: gateway.LogLevel(level)}))
+	// The template's LogLevel comes as GATEWAY_LOG_LEVEL, and Lambda's own
+	// filter (LoggingConfig.ApplicationLogLevel, AWS_LAMBDA_LOG_LEVEL) stays
+	// at DEBUG: Lambda would drop the request lines, the metrics, at WARN.
+	level := cmp.Or(os.Getenv("GATEWAY_LOG_LEVEL"), os.Getenv("AWS_LAMBDA_LOG_LEVEL"), os.Getenv("LOG_LEVEL"))
+	all := slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelDebug})
+	log := slog.New(newLevelHandler(all, gateway.LogLevel(level)))
 	fn, err := New(context.Background(), endpoint, builtCatalog, os.Getenv, log)
 	if err != nil {
 		log.Error("cannot start", "endpoint", endpoint, "err", err)

@@ -1,0 +1,195 @@
+package functions_test
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// grants maps each action a role may take to the resources it may take it
+// on, from its inline policies and the template's managed policies attached
+// to it by their Roles; managed policies of AWS are listed apart by ARN.
+func grants(t *testing.T, s *cfnStack, role string) (actions map[string][]string, awsManaged []string) {
+	t.Helper()
+	actions = map[string][]string{}
+	var documents []any
+	props := tplAt(s.resources[role], "Properties")
+	for _, p := range tplList(tplAt(props, "Policies")) {
+		documents = append(documents, tplAt(p, "PolicyDocument"))
+	}
+	for _, p := range s.ofType("AWS::IAM::ManagedPolicy") {
+		if slices.Contains(tplList(tplAt(p, "Properties", "Roles")), any("ref("+role+")")) {
+			documents = append(documents, tplAt(p, "Properties", "PolicyDocument"))
+		}
+	}
+	for _, doc := range documents {
+		for _, st := range tplList(tplAt(doc, "Statement")) {
+			if tplAt(st, "Effect") != "Allow" || tplAt(st, "NotAction") != nil || tplAt(st, "NotResource") != nil {
+				t.Errorf("%s: statement %v", role, st)
+			}
+			for _, a := range tplList(tplAt(st, "Action")) {
+				for _, r := range tplList(tplAt(st, "Resource")) {
+					actions[a.(string)] = append(actions[a.(string)], fmt.Sprint(r))
+				}
+			}
+		}
+	}
+	for _, arn := range tplList(tplAt(props, "ManagedPolicyArns")) {
+		awsManaged = append(awsManaged, strings.TrimPrefix(fmt.Sprint(arn), "arn:aws:iam::aws:policy/"))
+	}
+	slices.Sort(awsManaged)
+	return actions, awsManaged
+}
+
+const (
+	secretARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:"
+	basicLogs = "service-role/AWSLambdaBasicExecutionRole"
+	xray      = "AWSXrayWriteOnlyAccess"
+	vpcAccess = "service-role/AWSLambdaVPCAccessExecutionRole"
+)
+
+// TestTranslatedFunctionsRole: the two functions may read their secrets and
+// nothing else of the account, and get the VPC's network-interface
+// permissions only in a VPC.
+func TestTranslatedFunctionsRole(t *testing.T) {
+	stacks := translate(t, map[string]string{}, map[string]string{"SubnetIds": "subnet-0a", "SecurityGroupIds": "sg-0a"})
+	for i, want := range [][]string{{xray, basicLogs}, {xray, basicLogs, vpcAccess}} {
+		actions, managed := grants(t, stacks[i], "FunctionRole")
+		tplSame(t, "FunctionRole's AWS policies", managed, want)
+		tplSame(t, "FunctionRole's own grants", actions, map[string][]string{
+			"secretsmanager:GetSecretValue": {secretARN + "erp-gateway/instances/*", secretARN + "erp-gateway/access-??????"},
+		})
+	}
+}
+
+// TestTranslatedSecretsGrantOutlivesTheOldVersion: a new SecretPrefix or
+// AccessSecretId reaches the role as a new policy, created beside the old one
+// (whose description CloudFormation cannot change in place), so that during
+// a canary the old version still reads the old secrets; the functions, and
+// so their new versions, are updated only once it exists.
+func TestTranslatedSecretsGrantOutlivesTheOldVersion(t *testing.T) {
+	stacks := translate(t, map[string]string{}, map[string]string{"SecretPrefix": "erp/customers/"}, map[string]string{"AccessSecretId": "erp/access-2"})
+	replacing := createOnly(t, "AWS::IAM::ManagedPolicy")["AWS::IAM::ManagedPolicy"]
+	if tplAt(stacks[0].resources, "FunctionRole", "Properties", "Policies") != nil {
+		t.Fatalf("FunctionRole has inline policies: a change to them applies at once, before the canary")
+	}
+	for _, fn := range []string{"ExecuteQueryFunction", "ExecuteFunction"} {
+		if !slices.Contains(tplList(tplAt(stacks[0].resources, fn, "DependsOn")), any("SecretsPolicy")) {
+			t.Errorf("%s does not depend on SecretsPolicy", fn)
+		}
+	}
+	base := tplPick(tplAt(stacks[0].resources, "SecretsPolicy", "Properties"), replacing...)
+	for i, read := range []string{"erp/customers/*", "erp/access-2-??????"} {
+		s := stacks[i+1]
+		actions, _ := grants(t, s, "FunctionRole")
+		if !slices.Contains(actions["secretsmanager:GetSecretValue"], secretARN+read) {
+			t.Errorf("the role may read %q, not %s", actions["secretsmanager:GetSecretValue"], read)
+		}
+		if got := tplPick(tplAt(s.resources, "SecretsPolicy", "Properties"), replacing...); fmt.Sprint(got) == fmt.Sprint(base) {
+			t.Errorf("a new grant of %s changes SecretsPolicy in place (%v): the live version loses its secrets", read, got)
+		}
+	}
+}
+
+// TestTranslatedHookRoles: a hook may invoke only the version it tries,
+// report to CodeDeploy, and read the access document.
+func TestTranslatedHookRoles(t *testing.T) {
+	s := translate(t, map[string]string{})[0]
+	versions := functionVersions(t, s)
+	for hook, fn := range map[string]string{"ExecuteQueryHookFunction": "ExecuteQueryFunction", "ExecuteHookFunction": "ExecuteFunction"} {
+		actions, managed := grants(t, s, hook+"Role")
+		tplSame(t, hook+"'s AWS policies", managed, []string{xray, basicLogs})
+		tplSame(t, hook+"'s grants", actions, map[string][]string{
+			"lambda:InvokeFunction":                           {"ref(" + versions[fn] + ")"},
+			"codedeploy:PutLifecycleEventHookExecutionStatus": {"arn:aws:codedeploy:us-east-1:123456789012:deploymentgroup:ref(ServerlessDeploymentApplication)/*"},
+			"secretsmanager:GetSecretValue":                   {secretARN + "erp-gateway/access-??????"},
+		})
+		tplSame(t, hook+" target", tplAt(s.resources, hook, "Properties", "Environment", "Variables", "GATEWAY_HOOK_TARGET"), "ref("+versions[fn]+")")
+	}
+}
+
+// TestTranslatedHookNamesFitAnyStackName: CodeDeploy's role may invoke only
+// functions named CodeDeployHook_*, Lambda allows 64 characters, and a stack
+// name may have 128.
+func TestTranslatedHookNamesFitAnyStackName(t *testing.T) {
+	s := translate(t, map[string]string{"AWS::StackName": "s" + strings.Repeat("-long", 25) + "-ok"})[0]
+	for _, hook := range []string{"ExecuteQueryHookFunction", "ExecuteHookFunction"} {
+		name, _ := tplAt(s.resources, hook, "Properties", "FunctionName").(string)
+		if !strings.HasPrefix(name, "CodeDeployHook_") || len(name) > 64 || !strings.Contains(name, testStackUUID) {
+			t.Errorf("%s is named %q (%d characters)", hook, name, len(name))
+		}
+	}
+}
+
+// TestTranslatedMetricsPerStack: a stack's functions write their metrics in
+// a namespace of its own, where its alarm and dashboard read them, so that
+// another stack's outage (staging's) cannot roll this one (production's)
+// back; MetricsNamespace, when given, is used everywhere.
+func TestTranslatedMetricsPerStack(t *testing.T) {
+	stacks := translate(t, map[string]string{"AWS::StackName": "erp-prod"}, map[string]string{"AWS::StackName": "erp-staging"},
+		map[string]string{"AWS::StackName": "erp-prod", "MetricsNamespace": "Shared/Erp"})
+	for i, want := range []string{"ErpGateway/erp-prod", "ErpGateway/erp-staging", "Shared/Erp"} {
+		s := stacks[i]
+		for _, fn := range []string{"ExecuteQueryFunction", "ExecuteFunction"} {
+			tplSame(t, fn+" namespace", tplAt(s.resources, fn, "Properties", "Environment", "Variables", "GATEWAY_METRICS_NAMESPACE"), want)
+		}
+		query, _ := tplAt(s.resources, "UnavailableAlarm", "Properties", "Metrics", 0, "Expression").(string)
+		if !strings.Contains(query, `SCHEMA("`+want+`", Operation, Outcome)`) {
+			t.Errorf("UnavailableAlarm reads %s", query)
+		}
+		body, _ := tplAt(s.resources, "Dashboard", "Properties", "DashboardBody").(string)
+		if n := strings.Count(body, "SEARCH("); n == 0 || strings.Count(body, `SEARCH('{\"`+want+`\",`) != n {
+			t.Errorf("the dashboard's %d searches are not all in %s", n, want)
+		}
+	}
+}
+
+// TestTranslatedRules: the combinations that would fail halfway through a
+// deploy, or deploy something else, are refused before anything changes.
+func TestTranslatedRules(t *testing.T) {
+	cases := []struct {
+		set  map[string]string
+		want []string
+	}{
+		{map[string]string{}, nil},
+		{map[string]string{"SubnetIds": "subnet-0a"}, []string{"VpcNeedsSubnetsAndSecurityGroups"}},
+		{map[string]string{"SecurityGroupIds": "sg-0a"}, []string{"VpcNeedsSubnetsAndSecurityGroups"}},
+		{map[string]string{"SubnetIds": "subnet-0a,subnet-0b", "SecurityGroupIds": "sg-0a"}, nil},
+		{map[string]string{"DomainName": "erp-api.example.com"}, []string{"DomainNeedsCertificate"}},
+		{map[string]string{"DomainName": "erp-api.example.com", "CertificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/1"}, nil},
+		{map[string]string{"WafRateLimit": "9"}, []string{"WafRateLimitIsOffOrAtLeast10"}},
+		{map[string]string{"WafRateLimit": "1"}, []string{"WafRateLimitIsOffOrAtLeast10"}},
+		{map[string]string{"WafRateLimit": "10"}, nil},
+	}
+	var sets []map[string]string
+	for _, c := range cases {
+		sets = append(sets, c.set)
+	}
+	for i, s := range translate(t, sets...) {
+		if got := s.rulesFailing(); !slices.Equal(got, cases[i].want) {
+			t.Errorf("%v: rules failing %q, want %q", cases[i].set, got, cases[i].want)
+		}
+	}
+}
+
+// TestTranslatedFunctionSettings: ReservedConcurrency 0 reserves nothing
+// (an account whose quota leaves nothing to reserve can deploy), and the log
+// level reaches the functions while Lambda's own filter lets every line pass
+// (TestRequestLineAtEveryLogLevel runs the binary with what these give).
+func TestTranslatedFunctionSettings(t *testing.T) {
+	stacks := translate(t, map[string]string{}, map[string]string{"ReservedConcurrency": "0", "LogLevel": "ERROR"})
+	for _, fn := range []string{"ExecuteQueryFunction", "ExecuteFunction"} {
+		for i, want := range []map[string]any{
+			{"ReservedConcurrentExecutions": "10", "GATEWAY_LOG_LEVEL": "INFO", "ApplicationLogLevel": "DEBUG"},
+			{"GATEWAY_LOG_LEVEL": "ERROR", "ApplicationLogLevel": "DEBUG"},
+		} {
+			props := tplAt(stacks[i].resources, fn, "Properties")
+			got := tplPick(props, "ReservedConcurrentExecutions")
+			maps.Copy(got, tplPick(tplAt(props, "Environment", "Variables"), "GATEWAY_LOG_LEVEL"))
+			maps.Copy(got, tplPick(tplAt(props, "LoggingConfig"), "ApplicationLogLevel"))
+			tplSame(t, fn, got, want)
+		}
+	}
+}
