@@ -34,7 +34,8 @@ CREATE TABLE {table} (
   IDEM_KEY     VARCHAR(255) CHARACTER SET ASCII NOT NULL,
   CLAVE        VARCHAR(63) CHARACTER SET UTF8 NOT NULL,
   REQUEST_HASH CHAR(64) CHARACTER SET ASCII NOT NULL,
-  ANSWER       BLOB SUB_TYPE BINARY,
+  ANSWER       VARCHAR(8000) CHARACTER SET OCTETS,
+  ANSWER_LONG  BLOB SUB_TYPE BINARY,
   CREATED_AT   TIMESTAMP NOT NULL,
   CONSTRAINT PK_{table} PRIMARY KEY (SCOPE, IDEM_KEY)
 );
@@ -47,10 +48,14 @@ COMMIT;
 // The statements of a keyed write, prepared once per connection like the
 // others.
 const (
-	claimSQL  = "INSERT INTO " + KeyTable + " (SCOPE, IDEM_KEY, CLAVE, REQUEST_HASH, CREATED_AT) VALUES (?, ?, ?, ?, ?)"
-	keepSQL   = "UPDATE " + KeyTable + " SET ANSWER = ? WHERE SCOPE = ? AND IDEM_KEY = ?"
-	keptSQL   = "SELECT REQUEST_HASH, ANSWER, CREATED_AT FROM " + KeyTable + " WHERE SCOPE = ? AND IDEM_KEY = ?"
-	expireSQL = "DELETE FROM " + KeyTable + " WHERE SCOPE = ? AND IDEM_KEY = ? AND CREATED_AT < ?"
+	claimSQL = "INSERT INTO " + KeyTable + " (SCOPE, IDEM_KEY, CLAVE, REQUEST_HASH, CREATED_AT) VALUES (?, ?, ?, ?, ?)"
+	// An answer is kept inline when it fits (a blob costs three more round
+	// trips and server work), in a blob when it does not.
+	keepSQL     = "UPDATE " + KeyTable + " SET ANSWER = ? WHERE SCOPE = ? AND IDEM_KEY = ?"
+	keepLongSQL = "UPDATE " + KeyTable + " SET ANSWER_LONG = ? WHERE SCOPE = ? AND IDEM_KEY = ?"
+	inlineMax   = 8000
+	keptSQL     = "SELECT REQUEST_HASH, COALESCE(ANSWER, ANSWER_LONG), CREATED_AT FROM " + KeyTable + " WHERE SCOPE = ? AND IDEM_KEY = ?"
+	expireSQL   = "DELETE FROM " + KeyTable + " WHERE SCOPE = ? AND IDEM_KEY = ? AND CREATED_AT < ?"
 	// A sweep's batch is bounded (ROWS 500): a few milliseconds of work,
 	// never a long transaction.
 	sweepSQL = "DELETE FROM " + KeyTable + " WHERE CREATED_AT < ? ROWS 500"
@@ -87,7 +92,11 @@ func (p *Pools) WriteOnce(ctx context.Context, t erp.Target, procedure string, a
 			if err := s.query(ctx, query, readArgs, out); err != nil {
 				return err
 			}
-			return s.exec(ctx, keepSQL, []any{k.Answer(), k.Scope, k.Key})
+			answer, keep := k.Answer(), keepSQL
+			if len(answer) > inlineMax {
+				keep = keepLongSQL
+			}
+			return s.exec(ctx, keep, []any{answer, k.Scope, k.Key})
 		})
 		if !errors.Is(err, errKeyTaken) {
 			if err == nil {
@@ -241,7 +250,7 @@ func CheckKeyTable(ctx context.Context, cfg erp.Connection) ([]string, error) {
 			problems = append(problems, KeyTable+" does not exist: a DBA installs it with what make idempotency-sql prints")
 			return nil
 		}
-		for _, c := range []string{"SCOPE", "IDEM_KEY", "CLAVE", "REQUEST_HASH", "ANSWER", "CREATED_AT"} {
+		for _, c := range []string{"SCOPE", "IDEM_KEY", "CLAVE", "REQUEST_HASH", "ANSWER", "ANSWER_LONG", "CREATED_AT"} {
 			if !columns[c] {
 				problems = append(problems, fmt.Sprintf("%s has no column %s: it is not the table make idempotency-sql prints", KeyTable, c))
 			}

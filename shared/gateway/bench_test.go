@@ -3,12 +3,16 @@ package gateway_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/erp-gateway/gateway/shared/access"
 	"github.com/erp-gateway/gateway/shared/fbtest"
@@ -93,4 +97,67 @@ func rawCall(b *testing.B, ctx context.Context, stmt *sql.Stmt) {
 	if err := rows.Close(); err != nil || n != 1 {
 		b.Fatalf("%d rows, %v", n, err)
 	}
+}
+
+// BenchmarkWrite compares a write kept under an idempotency key with the
+// same write without one, in the same run: the handler's time and the
+// Firebird server's CPU per write (server_ms/op, from /proc). `make bench`
+// prints the ratios; the issue's bound is 1.3x.
+func BenchmarkWrite(b *testing.B) {
+	cfg := fbtest.Demo(b)
+	setupKeys(b, cfg)
+	for _, keyed := range []bool{false, true} {
+		name := "unkeyed"
+		if keyed {
+			name = "keyed"
+		}
+		b.Run(name, func(b *testing.B) {
+			e := newEnv(b, gateway.Config{}, map[string]any{"demo": tenants.Instance{Connection: cfg, Idempotency: true}})
+			token := fbtest.Token(b, e.acc, "demo")
+			e.h = gateway.New(gateway.Config{}, e.cat, access.Static(e.acc), e.src, e.db, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+			p := path("demo", "execute")
+			run := time.Now().UnixNano() % 1e9
+			write := func(i int) {
+				// A payment of its own code each time, so the read-back
+				// (an indexed count) costs the same all along.
+				code := fmt.Sprintf("B%d-%d", run, i)
+				req := httptest.NewRequest(http.MethodPost, p, strings.NewReader(`{"CLAVE":"Set_Pago","CODIGO":"`+code+`","VALOR":1}`))
+				req.Header.Set("Authorization", "Bearer "+token)
+				if keyed {
+					req.Header.Set("Idempotency-Key", "bench-"+code)
+				}
+				rec := httptest.NewRecorder()
+				e.h.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"data":[{"CODIGO":"`+code+`","VECES":1}`) {
+					b.Fatalf("%d %s", rec.Code, rec.Body.String())
+				}
+			}
+			write(-1) // a warm connection with its statements prepared
+			before := serverCPU(b)
+			i := 0
+			for b.Loop() {
+				write(i)
+				i++
+			}
+			b.ReportMetric(float64((serverCPU(b)-before).Microseconds())/1000/float64(b.N), "server_ms/op")
+		})
+	}
+}
+
+// serverCPU is the CPU time the Firebird server processes have used.
+func serverCPU(b testing.TB) time.Duration {
+	var ticks int64
+	for _, pid := range firebirdPIDs(b) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			b.Fatal(err)
+		}
+		// Fields after the command's closing parenthesis: utime and stime
+		// are the 12th and 13th.
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		s, _ := strconv.ParseInt(f[12], 10, 64)
+		ticks += u + s
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ
 }
