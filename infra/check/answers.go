@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -151,12 +152,24 @@ func scales(answer []byte, names, types []string) error {
 	return nil
 }
 
-// writeRoundTrip inserts a third party with Set_Terceros, checks the
-// read-back fits its schema, and that the same insert again is refused by
-// the database.
+// writeRoundTrip inserts a third party with Set_Terceros under an
+// Idempotency-Key, checks the read-back fits its schema, that the same
+// request with the key replays the answer byte for byte, and that the same
+// insert without it is refused by the database. On an instance that does not
+// keep keys it says so and writes without one.
 func (k *checker) writeRoundTrip(ctx context.Context) {
 	body := `{"CLAVE":"Set_Terceros","CODIGO":"` + k.c.write + `","DV":"0","NATURALEZA":"N","NOM1":"Contrato","APL1":"Prueba","RAZON_COMERCIAL":"Prueba de contrato","DIRECCION":"Calle 1","CODIDENTIDAD":"CC","CODSOCIEDAD":"PN","CODPAIS":"CO","CODMUNICIPIO":"11001"}`
-	status, answer, err := k.post(ctx, "execute", body, k.c.token)
+	key := "make-check-" + k.c.write
+	status, _, answer, err := k.postKeyed(ctx, "execute", body, k.c.token, key)
+	var refusal struct {
+		CodError erp.Code `json:"cod_error"`
+	}
+	keyed := true
+	if err == nil && status == erp.CodeKeyNotEnabled.Status() && json.Unmarshal(answer, &refusal) == nil && refusal.CodError == erp.CodeKeyNotEnabled {
+		k.report("Set_Terceros: Idempotency-Key refused (the instance does not keep keys; README, \"Writes that are safe to retry\")", nil)
+		keyed = false
+		status, answer, err = k.post(ctx, "execute", body, k.c.token)
+	}
 	if err == nil && status != 200 {
 		err = fmt.Errorf("HTTP %d: %.200s", status, answer)
 	}
@@ -164,6 +177,13 @@ func (k *checker) writeRoundTrip(ctx context.Context) {
 		err = k.fitsAnswer("Set_Terceros", answer)
 	}
 	k.report("Set_Terceros: a new third party, answered by its read-back", err)
+	if keyed {
+		again, header, replay, err := k.postKeyed(ctx, "execute", body, k.c.token, key)
+		if err == nil && (again != 200 || !bytes.Equal(replay, answer) || header.Get("Idempotent-Replayed") != "true") {
+			err = fmt.Errorf("want the first answer again with Idempotent-Replayed: true; got HTTP %d (%q) %.200s", again, header.Get("Idempotent-Replayed"), replay)
+		}
+		k.report("Set_Terceros: the same request with its Idempotency-Key replays the answer", err)
+	}
 	status, answer, err = k.post(ctx, "execute", body, k.c.token)
 	if err == nil && (status != 200 || !bytes.Contains(answer, []byte(`"ex_execsql"`))) {
 		err = fmt.Errorf("want the database's refusal, HTTP 200; got HTTP %d %.200s", status, answer)

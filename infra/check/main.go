@@ -140,23 +140,33 @@ func (k *checker) url(endpoint string) string {
 }
 
 func (k *checker) post(ctx context.Context, endpoint, body, token string) (int, []byte, error) {
+	status, _, answer, err := k.postKeyed(ctx, endpoint, body, token, "")
+	return status, answer, err
+}
+
+// postKeyed is post with an Idempotency-Key when key is not "", answering
+// the response's headers too.
+func (k *checker) postKeyed(ctx context.Context, endpoint, body, token, key string) (int, http.Header, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, k.url(endpoint), strings.NewReader(body))
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
 	resp, err := k.hc.Do(req)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, b, err
+	return resp.StatusCode, resp.Header, b, err
 }
 
 func claveOf(body string) (string, error) {

@@ -23,7 +23,7 @@ const token = "erpgw_demo_8c04364041cbd740c97a63c0a3cff7cc_wLuaA3CSqmMyxAShB7x4f
 
 // server is the demo instance as make run serves it (its token required),
 // on the test database, behind edit, which may break the answers.
-func server(t *testing.T, cfg gateway.Config, edit func([]byte) []byte) string {
+func server(t *testing.T, cfg gateway.Config, keys bool, edit func([]byte) []byte) string {
 	t.Helper()
 	demo, err := tenants.LoadFile("../instances.demo.json")
 	if err != nil {
@@ -33,7 +33,7 @@ func server(t *testing.T, cfg gateway.Config, edit func([]byte) []byte) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst.Connection = fbtest.Demo(t)
+	inst.Connection, inst.Idempotency = fbtest.Demo(t), keys
 	cat, err := catalog.LoadFile("../catalog.demo.json")
 	if err != nil {
 		t.Fatal(err)
@@ -89,13 +89,18 @@ func check(t *testing.T, base string, write string) (int, string) {
 }
 
 func TestCheckPassesAgainstTheGateway(t *testing.T) {
-	for _, cfg := range []gateway.Config{{}, {ErrorPrefix: "[FireDAC][Phys][FB]"}} {
+	fbtest.KeyTable(t, fbtest.Demo(t))
+	for _, tt := range []struct {
+		cfg  gateway.Config
+		keys bool // the instance keeps idempotency keys: the write replays
+	}{{gateway.Config{}, false}, {gateway.Config{ErrorPrefix: "[FireDAC][Phys][FB]"}, true}} {
 		write := fmt.Sprintf("C%d", time.Now().UnixNano()%1e13)
-		failed, out := check(t, server(t, cfg, nil), write)
-		if failed != 0 || strings.Count(out, "PASS") < 17 {
-			t.Fatalf("prefix %q: %d failed:\n%s", cfg.ErrorPrefix, failed, out)
+		failed, out := check(t, server(t, tt.cfg, tt.keys, nil), write)
+		replayed := strings.Contains(out, "PASS  Set_Terceros: the same request with its Idempotency-Key replays the answer")
+		if failed != 0 || strings.Count(out, "PASS") < 17 || replayed != tt.keys {
+			t.Fatalf("prefix %q, keys %v: %d failed:\n%s", tt.cfg.ErrorPrefix, tt.keys, failed, out)
 		}
-		t.Logf("prefix %q:\n%s", cfg.ErrorPrefix, out)
+		t.Logf("prefix %q, keys %v:\n%s", tt.cfg.ErrorPrefix, tt.keys, out)
 	}
 }
 
@@ -118,7 +123,7 @@ func TestCheckFailsAgainstABrokenGateway(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			failed, out := check(t, server(t, gateway.Config{}, tt.edit), "")
+			failed, out := check(t, server(t, gateway.Config{}, false, tt.edit), "")
 			for line := range strings.SplitSeq(out, "\n") {
 				if strings.HasPrefix(line, tt.line) && strings.Contains(line, tt.says) {
 					return

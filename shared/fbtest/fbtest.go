@@ -132,3 +132,34 @@ func PeakRSS(t testing.TB, pid int) string {
 	}
 	return "unknown"
 }
+
+// KeyTable installs the idempotency keys' table in cfg's database, with the
+// DDL make idempotency-sql prints, unless it is there.
+func KeyTable(t testing.TB, cfg erp.Connection) {
+	t.Helper()
+	admin := Open(t, Admin(t, cfg))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var exists int
+	if err := admin.QueryRowContext(ctx, `SELECT COUNT(*) FROM RDB$RELATIONS WHERE RDB$RELATION_NAME = ?`, firebird.KeyTable).Scan(&exists); err != nil {
+		t.Fatal(err)
+	}
+	if exists > 0 {
+		return
+	}
+	for _, stmt := range strings.Split(firebird.KeyTableSQL(strings.ToUpper(cfg.User)), ";\n") {
+		var lines []string
+		for _, l := range strings.Split(stmt, "\n") {
+			if !strings.HasPrefix(l, "--") {
+				lines = append(lines, l)
+			}
+		}
+		stmt = strings.TrimSpace(strings.Join(lines, "\n"))
+		if stmt == "" || stmt == "COMMIT" {
+			continue
+		}
+		if _, err := admin.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+}

@@ -26,24 +26,9 @@ func setupKeys(t testing.TB, cfg erp.Connection) *sql.DB {
 	admin := fbtest.Open(t, fbtest.Admin(t, cfg))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	fbtest.KeyTable(t, cfg)
 	var exists int
-	if err := admin.QueryRowContext(ctx, `SELECT COUNT(*) FROM RDB$RELATIONS WHERE RDB$RELATION_NAME = ?`, firebird.KeyTable).Scan(&exists); err != nil {
-		t.Fatal(err)
-	}
 	var stmts []string
-	if exists == 0 {
-		for _, stmt := range strings.Split(firebird.KeyTableSQL("GATEWAY"), ";\n") {
-			var lines []string
-			for _, l := range strings.Split(stmt, "\n") {
-				if !strings.HasPrefix(l, "--") {
-					lines = append(lines, l)
-				}
-			}
-			if stmt := strings.TrimSpace(strings.Join(lines, "\n")); stmt != "" && stmt != "COMMIT" {
-				stmts = append(stmts, stmt)
-			}
-		}
-	}
 	if err := admin.QueryRowContext(ctx, `SELECT COUNT(*) FROM RDB$RELATIONS WHERE RDB$RELATION_NAME = 'TEST_PAGOS'`).Scan(&exists); err != nil {
 		t.Fatal(err)
 	}
