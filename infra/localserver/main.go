@@ -91,7 +91,8 @@ func run(addr, instancesPath, accessPath string, readTimeout time.Duration, maxR
 
 // served says which catalog the server serves, and how many operations:
 // without GATEWAY_CATALOG it is the specification's four, which an operator
-// who meant to serve a file of their own would otherwise learn from a 1004.
+// who meant to serve a file of their own would otherwise learn from an
+// unknown-CLAVE refusal.
 func served(catalogPath string, cat *catalog.Catalog) string {
 	what := "the specification's built-in catalog"
 	if catalogPath != "" {
