@@ -119,6 +119,7 @@ test: test-db
 # Prints each benchmark, then the handler's time as a multiple of the raw
 # driver call measured in the same run.
 bench: test-db
+	@mkdir -p bin
 	@FB_TEST_SYSDBA_PASSWORD=$$($(FB) sysdba) go test -run '^$$' -bench . -benchmem -count $(or $(COUNT),3) ./shared/gateway/ | tee bin/bench.txt
 	@awk '/GetReferencias\/raw-2/ {r+=$$3; nr++} /GetReferencias\/raw-deadline/ {d+=$$3; nd++} /GetReferencias\/handler/ {h+=$$3; nh++} \
 	  END {printf "handler / raw = %.2fx; handler / raw-with-deadline = %.2fx (mean of %d runs each)\n", (h/nh)/(r/nr), (h/nh)/(d/nd), nh}' bin/bench.txt
