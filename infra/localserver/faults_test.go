@@ -1,0 +1,212 @@
+package main_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/erp-gateway/gateway/shared/fbtest"
+	"github.com/erp-gateway/gateway/shared/tenants"
+)
+
+// TestKeyedWritesSurviveKills: keyed inserts at 8 clients while Firebird is
+// killed (kill -9) twice and the local server once. Every answer that is not
+// final (503, 409, no answer) is sent again with the same key until it is:
+// each third party then exists exactly once, no client sees its own write as
+// "YA EXISTE", and the gateway leaves no transaction of consequence behind.
+func TestKeyedWritesSurviveKills(t *testing.T) {
+	cfg := fbtest.Demo(t)
+	fbtest.KeyTable(t, cfg)
+	admin := fbtest.Open(t, fbtest.Admin(t, cfg))
+	instances, err := json.Marshal(map[string]tenants.Instance{"demo": {Connection: cfg, Idempotency: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	instancesPath := filepath.Join(t.TempDir(), "instances.json")
+	if err := os.WriteFile(instancesPath, instances, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin, access := build(t), accessFile(t, "demo")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	logs := &output{}
+	var mu sync.Mutex
+	var cmd *exec.Cmd
+	launch := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		cmd = exec.Command(bin, "-addr", addr, "-instances", instancesPath, "-access", access)
+		cmd.Env = append(os.Environ(), "GATEWAY_DB_TIMEOUT=3s")
+		cmd.Stdout, cmd.Stderr = logs, logs
+		if err := cmd.Start(); err != nil {
+			t.Error(err)
+		}
+	}
+	launch()
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("server output:\n%s", logs.String())
+		}
+	})
+	url := "http://" + addr + "/demo/RestServerIsapi.dll/api/v1/TServiceRestInterface/execute"
+
+	const clients, each = 8, 40
+	run := time.Now().UnixNano() % 1e8
+	codes := make([][]string, clients)
+	var sent, retried, yaExiste, unknown, replayed atomic.Int64
+	var failures sync.Map
+	hc := &http.Client{Timeout: 10 * time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				code := fmt.Sprintf("K%d%d%02d", run, c, i)
+				codes[c] = append(codes[c], code)
+				body := `{"CLAVE":"Set_Terceros","CODIGO":"` + code + `","DV":"3","NATURALEZA":"J","EMPRESA":"Kill ` + code + `","RAZON_COMERCIAL":"Kill","DIRECCION":"Calle 1","CODIDENTIDAD":"NIT","CODSOCIEDAD":"SAS","CODPAIS":"CO","CODMUNICIPIO":"05001","CODACTIVIDAD":"NA","CODZONA":"NA"}`
+				for attempt := 0; ; attempt++ {
+					if ctx.Err() != nil {
+						failures.Store(code, "never got a final answer")
+						return
+					}
+					sent.Add(1)
+					if attempt > 0 {
+						retried.Add(1)
+					}
+					status, answer, header, err := postWithKey(ctx, hc, url, "key-"+code, body)
+					if strings.Contains(answer, `"cod_error":1204`) {
+						unknown.Add(1)
+					}
+					if header.Get("Idempotent-Replayed") == "true" {
+						replayed.Add(1)
+					}
+					switch {
+					case err != nil, status == 503, status == 409, status == 429:
+						time.Sleep(100 * time.Millisecond)
+						continue
+					case status == 200 && strings.Contains(answer, `"data":[{"CODIGO":"`+code+`"`):
+					case strings.Contains(answer, "YA EXISTE"):
+						yaExiste.Add(1)
+						failures.Store(code, answer)
+					default:
+						failures.Store(code, fmt.Sprintf("HTTP %d %s", status, answer))
+					}
+					break
+				}
+			}
+		}()
+	}
+
+	// The faults, while the clients write.
+	killFirebird := func() {
+		if out, err := exec.Command("pkill", "-9", "-x", "firebird").CombinedOutput(); err != nil {
+			t.Errorf("kill -9 firebird: %v %s", err, out)
+		}
+	}
+	time.Sleep(700 * time.Millisecond)
+	killFirebird()
+	time.Sleep(1500 * time.Millisecond)
+	mu.Lock()
+	cmd.Process.Kill() // the gateway, mid-request
+	cmd.Wait()
+	mu.Unlock()
+	time.Sleep(300 * time.Millisecond)
+	launch()
+	time.Sleep(1500 * time.Millisecond)
+	killFirebird()
+	wg.Wait()
+	waitForFirebird(t, admin)
+
+	failures.Range(func(code, why any) bool {
+		t.Errorf("%s: %s", code, why)
+		return true
+	})
+	if yaExiste.Load() > 0 {
+		t.Errorf("%d clients saw their own write as YA EXISTE", yaExiste.Load())
+	}
+	for _, cs := range codes {
+		for _, code := range cs {
+			if n := count(t, admin, `SELECT COUNT(*) FROM TERCEROS WHERE CODIGO = ?`, code); n != 1 {
+				t.Errorf("%s exists %d times, want once", code, n)
+			}
+		}
+	}
+	t.Logf("%d writes, %d requests, %d of them sent again; %d answered 1204, %d replayed", clients*each, sent.Load(), retried.Load(), unknown.Load(), replayed.Load())
+	if retried.Load() == 0 {
+		t.Error("no request was sent again: the faults missed the load")
+	}
+	// The gateway's pooled connections hold no read-write transaction, and
+	// pin nothing.
+	const ours = "(SELECT a.MON$ATTACHMENT_ID FROM MON$ATTACHMENTS a WHERE a.MON$USER = 'GATEWAY')"
+	if n := count(t, admin, "SELECT COUNT(*) FROM MON$TRANSACTIONS WHERE MON$READ_ONLY = 0 AND MON$ATTACHMENT_ID IN "+ours); n != 0 {
+		t.Errorf("%d read-write transactions of the gateway open after the load", n)
+	}
+	if n := count(t, admin, "SELECT MON$NEXT_TRANSACTION - MON$OLDEST_ACTIVE FROM MON$DATABASE"); n > 5 {
+		t.Errorf("NEXT - OAT = %d after the load, want at most 5", n)
+	}
+}
+
+func postWithKey(ctx context.Context, hc *http.Client, url, key, body string) (int, string, http.Header, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return 0, "", nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header, err
+}
+
+// waitForFirebird waits until the server fbguard restarted answers again.
+func waitForFirebird(t *testing.T, admin *sql.DB) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if admin.Ping() == nil {
+			return
+		}
+	}
+	t.Fatal("Firebird did not come back within 30 s")
+}
+
+func count(t *testing.T, db *sql.DB, query string, args ...any) int {
+	t.Helper()
+	var n int
+	for range 20 { // a pooled connection may be one the kill ended
+		if err := db.QueryRow(query, args...).Scan(&n); err == nil {
+			return n
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := db.QueryRow(query, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
