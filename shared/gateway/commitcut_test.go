@@ -2,10 +2,7 @@ package gateway_test
 
 import (
 	"fmt"
-	"net"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,103 +12,6 @@ import (
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
-// commitCutter forwards Firebird connections and, when armed, cuts the flow
-// that sends a commit: before forwarding it (nothing committed) or after
-// (committed, its answer lost). The wire is encrypted with a stream cipher,
-// which keeps lengths: a commit is the client's write of 8 bytes (op_commit
-// and the transaction's handle), and in a write on a warm connection, with
-// no read transaction to end first, it is the only one.
-type commitCutter struct {
-	ln    net.Listener
-	armed atomic.Bool
-	after atomic.Bool // forward the commit before cutting
-	cut   atomic.Int32
-}
-
-func newCommitCutter(t testing.TB, target string) *commitCutter {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &commitCutter{ln: ln}
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, conn := range conns {
-			conn.Close()
-		}
-	})
-	go func() {
-		for {
-			client, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			server, err := net.Dial("tcp", target)
-			if err != nil {
-				client.Close()
-				continue
-			}
-			mu.Lock()
-			conns = append(conns, client, server)
-			mu.Unlock()
-			mute := &atomic.Bool{}
-			go toClient(client, server, mute)
-			go c.toServer(client, server, mute)
-		}
-	}()
-	return c
-}
-
-// toClient forwards the server's answers until mute.
-func toClient(client, server net.Conn, mute *atomic.Bool) {
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := server.Read(buf)
-		if n > 0 && !mute.Load() {
-			if _, err := client.Write(buf[:n]); err != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (c *commitCutter) toServer(client, server net.Conn, mute *atomic.Bool) {
-	defer client.Close()
-	defer server.Close()
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := client.Read(buf)
-		if n > 0 {
-			chunk := buf[:n]
-			commit := n == 8
-			if commit && c.armed.CompareAndSwap(true, false) {
-				c.cut.Add(1)
-				if c.after.Load() {
-					// The server gets the commit; its answer is lost.
-					mute.Store(true)
-					server.Write(chunk) //nolint:errcheck // cut right after
-					time.Sleep(100 * time.Millisecond)
-				}
-				return
-			}
-			if _, err := server.Write(buf[:n]); err != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
 // TestKeyResolvesACommitWhoseAnswerWasLost: the point of idempotency keys. A
 // keyed write whose connection is cut at its commit answers 1204; sent again
 // with its key it answers the kept answer when the commit happened and runs
@@ -119,9 +19,9 @@ func (c *commitCutter) toServer(client, server net.Conn, mute *atomic.Bool) {
 func TestKeyResolvesACommitWhoseAnswerWasLost(t *testing.T) {
 	cfg := fbtest.Demo(t)
 	admin := setupKeys(t, cfg)
-	cut := newCommitCutter(t, fmt.Sprintf("%s:%d", cfg.Host, 3050))
+	cut := fbtest.CutCommits(t, fmt.Sprintf("%s:%d", cfg.Host, 3050))
 	through := cfg
-	through.Host, through.Port = "127.0.0.1", cut.ln.Addr().(*net.TCPAddr).Port
+	through.Host, through.Port = "127.0.0.1", cut.Port()
 	e := newEnv(t, gateway.Config{}, map[string]any{"demo": tenants.Instance{Connection: through, Idempotency: true}})
 	token := fbtest.Token(t, e.acc, "demo")
 	for _, tt := range []struct {
@@ -137,8 +37,7 @@ func TestKeyResolvesACommitWhoseAnswerWasLost(t *testing.T) {
 			if r := postKeyed(t, e.h, token, "warm-"+code, pago("W"+code, 1)); r.status != 200 {
 				t.Fatalf("warm-up: %+v\n%s", r, e.log.String())
 			}
-			cut.after.Store(tt.after)
-			cut.armed.Store(true)
+			cut.Arm(tt.after)
 			first := postKeyed(t, e.h, token, "pay-"+code, pago(code, 1))
 			if first.status != 503 || !strings.Contains(first.body, fmt.Sprintf(`"cod_error":%d`, erp.CodeOutcomeUnknown)) || !strings.Contains(first.body, "same Idempotency-Key") {
 				t.Fatalf("cut at the commit: %+v", first)
@@ -163,8 +62,8 @@ func TestKeyResolvesACommitWhoseAnswerWasLost(t *testing.T) {
 			}
 		})
 	}
-	if cut.cut.Load() != 2 {
-		t.Fatalf("%d commits cut, want 2", cut.cut.Load())
+	if cut.Cuts() != 2 {
+		t.Fatalf("%d commits cut, want 2", cut.Cuts())
 	}
 	assertNoOpenWrites(t, admin)
 }
