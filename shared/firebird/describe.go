@@ -15,21 +15,27 @@ import (
 // Describe reads from the system tables what the database says of the named
 // procedures, as the target's user sees them, keyed by the names given.
 func Describe(ctx context.Context, cfg erp.Connection, names []string) (map[string]catalog.Procedure, error) {
-	out := make(map[string]catalog.Procedure, len(names))
-	err := reading(ctx, cfg, func(tx *sql.Tx) error {
-		for _, name := range names {
-			// Unquoted, as the gateway writes them into SQL: Firebird
-			// keeps such names in upper case.
-			p, err := describe(ctx, tx, strings.ToUpper(name))
-			if err != nil {
-				return fmt.Errorf("describing %s: %w", name, err)
-			}
-			out[name] = p
-		}
-		return nil
+	var out map[string]catalog.Procedure
+	err := reading(ctx, cfg, func(tx *sql.Tx) (err error) {
+		out, err = describeAll(ctx, tx, names)
+		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+func describeAll(ctx context.Context, tx *sql.Tx, names []string) (map[string]catalog.Procedure, error) {
+	out := make(map[string]catalog.Procedure, len(names))
+	for _, name := range names {
+		// Unquoted, as the gateway writes them into SQL: Firebird keeps
+		// such names in upper case.
+		p, err := describe(ctx, tx, strings.ToUpper(name))
+		if err != nil {
+			return nil, fmt.Errorf("describing %s: %w", name, err)
+		}
+		out[name] = p
 	}
 	return out, nil
 }
@@ -92,24 +98,29 @@ func reading(ctx context.Context, cfg erp.Connection, read func(*sql.Tx) error) 
 }
 
 func matching(ctx context.Context, tx *sql.Tx, pattern string) ([]string, error) {
-	tally.Add(ctx, tally.StatementPrepares) // database/sql prepares each query
-	rows, err := tx.QueryContext(ctx, `
+	return column(ctx, tx, `
 		SELECT TRIM(p.RDB$PROCEDURE_NAME) FROM RDB$PROCEDURES p
 		WHERE TRIM(p.RDB$PROCEDURE_NAME) LIKE ? AND COALESCE(p.RDB$SYSTEM_FLAG, 0) = 0 AND p.RDB$PACKAGE_NAME IS NULL
 		ORDER BY 1`, pattern)
+}
+
+// column runs a query of one text column and returns its values.
+func column(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]string, error) {
+	tally.Add(ctx, tally.StatementPrepares) // database/sql prepares each query
+	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var names []string
+	var out []string
 	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
+		var v string
+		if err := rows.Scan(&v); err != nil {
 			return nil, err
 		}
-		names = append(names, name)
+		out = append(out, v)
 	}
-	return names, rows.Err()
+	return out, rows.Err()
 }
 
 func describe(ctx context.Context, tx *sql.Tx, name string) (catalog.Procedure, error) {
@@ -145,29 +156,28 @@ func describe(ctx context.Context, tx *sql.Tx, name string) (catalog.Procedure, 
 	if p.Inputs, p.Outputs, err = parameters(ctx, tx, name); err != nil {
 		return p, err
 	}
-	tally.Add(ctx, tally.StatementPrepares) // database/sql prepares each query
-	rows, err := tx.QueryContext(ctx, `
+	p.UngrantedExceptions, err = column(ctx, tx, `
 		SELECT DISTINCT TRIM(d.RDB$DEPENDED_ON_NAME) FROM RDB$DEPENDENCIES d
 		WHERE d.RDB$DEPENDENT_NAME = ? AND d.RDB$DEPENDENT_TYPE = 5 AND d.RDB$DEPENDED_ON_TYPE = 7
 		  AND NOT EXISTS (SELECT 1 FROM RDB$USER_PRIVILEGES u
 		    WHERE u.RDB$RELATION_NAME = d.RDB$DEPENDED_ON_NAME AND u.RDB$PRIVILEGE = 'G'
 		      AND (u.RDB$USER = d.RDB$DEPENDENT_NAME OR u.RDB$USER = CURRENT_USER OR u.RDB$USER = 'PUBLIC'))
 		ORDER BY 1`, name)
-	if err != nil {
-		return p, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var exc string
-		if err := rows.Scan(&exc); err != nil {
-			return p, err
-		}
-		p.UngrantedExceptions = append(p.UngrantedExceptions, exc)
-	}
-	return p, rows.Err()
+	return p, err
 }
 
-// Describe is the package's Describe for an instance the pools serve.
-func (p *Pools) Describe(ctx context.Context, t erp.Target, names []string) (map[string]catalog.Procedure, error) {
-	return Describe(ctx, t.Connection, names)
+// Describe is the package's Describe for an instance the pools serve, on
+// one attachment with, when keys, what CheckKeyTable says.
+func (p *Pools) Describe(ctx context.Context, t erp.Target, names []string, keys bool) (procs map[string]catalog.Procedure, keyProblems []string, err error) {
+	err = reading(ctx, t.Connection, func(tx *sql.Tx) error {
+		if procs, err = describeAll(ctx, tx, names); err != nil || !keys {
+			return err
+		}
+		keyProblems, err = checkKeyTable(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return procs, keyProblems, nil
 }

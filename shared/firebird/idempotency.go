@@ -15,7 +15,6 @@ import (
 
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/record"
-	"github.com/erp-gateway/gateway/shared/tally"
 )
 
 // KeyTable is the table idempotency keys are kept in, in the instance's own
@@ -218,73 +217,48 @@ func (s *session) row(ctx context.Context, query string, args []any) ([]driver.V
 	return vals, nil
 }
 
-// keyTablePrivileges are what the gateway's statements on KeyTable need, by
-// the letter RDB$USER_PRIVILEGES writes them with.
-var keyTablePrivileges = []struct{ letter, name string }{{"S", "SELECT"}, {"I", "INSERT"}, {"U", "UPDATE"}, {"D", "DELETE"}}
-
 // CheckKeyTable says what keeps the gateway's user from keeping idempotency
 // keys in cfg's database: the table missing, a column missing, a privilege
 // not granted (to the user, its role or PUBLIC). Nothing when all is there.
-func CheckKeyTable(ctx context.Context, cfg erp.Connection) ([]string, error) {
-	var problems []string
-	err := reading(ctx, cfg, func(tx *sql.Tx) error {
-		tally.Add(ctx, tally.StatementPrepares)
-		rows, err := tx.QueryContext(ctx, `SELECT TRIM(RDB$FIELD_NAME) FROM RDB$RELATION_FIELDS WHERE RDB$RELATION_NAME = ?`, KeyTable)
-		if err != nil {
-			return err
-		}
-		columns := map[string]bool{}
-		for rows.Next() {
-			var c string
-			if err := rows.Scan(&c); err != nil {
-				rows.Close()
-				return err
-			}
-			columns[c] = true
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if len(columns) == 0 {
-			problems = append(problems, KeyTable+" does not exist: a DBA installs it with what make idempotency-sql prints")
-			return nil
-		}
-		for _, c := range []string{"SCOPE", "IDEM_KEY", "CLAVE", "REQUEST_HASH", "ANSWER", "ANSWER_LONG", "CREATED_AT"} {
-			if !columns[c] {
-				problems = append(problems, fmt.Sprintf("%s has no column %s: it is not the table make idempotency-sql prints", KeyTable, c))
-			}
-		}
-		tally.Add(ctx, tally.StatementPrepares)
-		granted := map[string]bool{}
-		prows, err := tx.QueryContext(ctx, `SELECT TRIM(RDB$PRIVILEGE) FROM RDB$USER_PRIVILEGES
-			WHERE RDB$RELATION_NAME = ? AND TRIM(RDB$USER) IN (?, ?, 'PUBLIC')`, KeyTable, strings.ToUpper(cfg.User), strings.ToUpper(cfg.Role))
-		if err != nil {
-			return err
-		}
-		defer prows.Close()
-		for prows.Next() {
-			var p string
-			if err := prows.Scan(&p); err != nil {
-				return err
-			}
-			granted[p] = true
-		}
-		var missing []string
-		for _, p := range keyTablePrivileges {
-			if !granted[p.letter] {
-				missing = append(missing, p.name)
-			}
-		}
-		if len(missing) > 0 {
-			problems = append(problems, fmt.Sprintf("%s may not be used by %s: GRANT %s ON %s TO %s", KeyTable, strings.ToUpper(cfg.User), strings.Join(missing, ", "), KeyTable, strings.ToUpper(cfg.User)))
-		}
-		return prows.Err()
+func CheckKeyTable(ctx context.Context, cfg erp.Connection) (problems []string, err error) {
+	err = reading(ctx, cfg, func(tx *sql.Tx) error {
+		problems, err = checkKeyTable(ctx, tx)
+		return err
 	})
 	return problems, err
 }
 
-// CheckKeyTable is the package's CheckKeyTable for t.
-func (p *Pools) CheckKeyTable(ctx context.Context, t erp.Target) ([]string, error) {
-	return CheckKeyTable(ctx, t.Connection)
+func checkKeyTable(ctx context.Context, tx *sql.Tx) ([]string, error) {
+	columns, err := column(ctx, tx, `SELECT TRIM(RDB$FIELD_NAME) FROM RDB$RELATION_FIELDS WHERE RDB$RELATION_NAME = ?`, KeyTable)
+	if err != nil {
+		return nil, err
+	}
+	if len(columns) == 0 {
+		return []string{KeyTable + " does not exist: a DBA installs it with what make idempotency-sql prints"}, nil
+	}
+	var problems []string
+	for _, c := range []string{"SCOPE", "IDEM_KEY", "CLAVE", "REQUEST_HASH", "ANSWER", "ANSWER_LONG", "CREATED_AT"} {
+		if !slices.Contains(columns, c) {
+			problems = append(problems, fmt.Sprintf("%s has no column %s: it is not the table make idempotency-sql prints", KeyTable, c))
+		}
+	}
+	granted, err := column(ctx, tx, `SELECT TRIM(RDB$PRIVILEGE) FROM RDB$USER_PRIVILEGES
+		WHERE RDB$RELATION_NAME = ? AND (RDB$USER = CURRENT_USER OR RDB$USER = CURRENT_ROLE OR RDB$USER = 'PUBLIC')`, KeyTable)
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, p := range []struct{ letter, name string }{{"S", "SELECT"}, {"I", "INSERT"}, {"U", "UPDATE"}, {"D", "DELETE"}} {
+		if !slices.Contains(granted, p.letter) {
+			missing = append(missing, p.name)
+		}
+	}
+	if len(missing) > 0 {
+		user, err := column(ctx, tx, `SELECT TRIM(CURRENT_USER) FROM RDB$DATABASE`)
+		if err != nil {
+			return nil, err
+		}
+		problems = append(problems, fmt.Sprintf("%s may not be used by %s: GRANT %s ON %s TO %s", KeyTable, user[0], strings.Join(missing, ", "), KeyTable, user[0]))
+	}
+	return problems, nil
 }

@@ -16,10 +16,10 @@ import (
 // Describer reads what a database says of procedures; *firebird.Pools is
 // one. A Database that is not has no health check and plainer messages.
 type Describer interface {
-	Describe(ctx context.Context, t erp.Target, procedures []string) (map[string]catalog.Procedure, error)
-	// CheckKeyTable says what keeps the instance from keeping idempotency
-	// keys; nothing when all is there.
-	CheckKeyTable(ctx context.Context, t erp.Target) ([]string, error)
+	// Describe reads the procedures and, when keys, what keeps the
+	// instance from keeping idempotency keys (nothing when all is there),
+	// in one reading.
+	Describe(ctx context.Context, t erp.Target, procedures []string, keys bool) (map[string]catalog.Procedure, []string, error)
 }
 
 // How long a database's description serves. A call the database cannot run
@@ -42,7 +42,26 @@ type description struct {
 	reading chan struct{}
 	cfg     erp.Connection
 	at      time.Time // when the reading began
-	procs   map[string]catalog.Procedure
+	said    said
+}
+
+// said is what one reading of a database said.
+type said struct {
+	procs map[string]catalog.Procedure
+	// keys: the idempotency keys' table was checked, and keyProblems is
+	// what keeps the instance from keeping keys.
+	keys        bool
+	keyProblems []string
+}
+
+// keyFindings are the key table's problems as findings: fatal, since every
+// keyed write fails.
+func (s said) keyFindings() []catalog.Finding {
+	var out []catalog.Finding
+	for _, p := range s.keyProblems {
+		out = append(out, catalog.Finding{Clave: "Idempotency-Key", Fatal: true, Text: p})
+	}
+	return out
 }
 
 type descriptions struct {
@@ -76,66 +95,75 @@ func (c *descriptions) entry(instance string) *description {
 	return e
 }
 
-// kept is e's reading if it is of cfg and began within maxAge.
-func (c *descriptions) kept(e *description, cfg erp.Connection, maxAge time.Duration) (map[string]catalog.Procedure, bool) {
+// kept is e's reading if it is of cfg, began within maxAge, and checked the
+// key table when keys.
+func (c *descriptions) kept(e *description, cfg erp.Connection, maxAge time.Duration, keys bool) (said, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return e.procs, e.procs != nil && e.cfg == cfg && time.Since(e.at) < maxAge
+	return e.said, e.said.procs != nil && e.cfg == cfg && time.Since(e.at) < maxAge && (e.said.keys || !keys)
 }
 
-// describe returns the instance's description of the catalog's procedures,
-// read again when the kept one began more than maxAge ago. fresh reports a
-// new reading, so its findings are logged once per reading rather than per
-// request.
-func (h *Handler) describe(ctx context.Context, t erp.Target, maxAge time.Duration) (procs map[string]catalog.Procedure, fresh bool, err error) {
+// describe returns what the instance's database says of the catalog's
+// procedures (and of the key table, when keys), read again when the kept
+// reading began more than maxAge ago. fresh reports a new reading, so its
+// findings are logged once per reading rather than per request.
+func (h *Handler) describe(ctx context.Context, t erp.Target, maxAge time.Duration, keys bool) (got said, fresh bool, err error) {
 	d, ok := h.db.(Describer)
 	if !ok {
-		return nil, false, nil
+		return said{}, false, nil
 	}
 	c := h.described
 	e := c.entry(t.Instance)
-	if procs, ok := c.kept(e, t.Connection, maxAge); ok {
-		return procs, false, nil
+	if got, ok := c.kept(e, t.Connection, maxAge, keys); ok {
+		return got, false, nil
 	}
 	select {
 	case e.reading <- struct{}{}:
 		defer func() { <-e.reading }()
 	case <-ctx.Done():
-		return nil, false, ctx.Err()
+		return said{}, false, ctx.Err()
 	}
 	// The reading waited for may be recent enough.
-	if procs, ok := c.kept(e, t.Connection, maxAge); ok {
-		return procs, false, nil
+	if got, ok := c.kept(e, t.Connection, maxAge, keys); ok {
+		return got, false, nil
 	}
 	began := time.Now()
-	procs, err = d.Describe(ctx, t, h.catalog.Procedures())
+	procs, keyProblems, err := d.Describe(ctx, t, h.catalog.Procedures(), keys)
 	if err != nil {
-		return nil, false, err
+		return said{}, false, err
 	}
+	got = said{procs: procs, keys: keys, keyProblems: keyProblems}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e.cfg, e.at, e.procs = t.Connection, began, procs
-	return procs, true, nil
+	e.cfg, e.at, e.said = t.Connection, began, got
+	return got, true, nil
 }
 
-// diagnose explains, in the doctor's words, why the database cannot run op;
-// nothing when it cannot tell.
-func (h *Handler) diagnose(ctx context.Context, t erp.Target, op *catalog.Operation) []string {
-	procs, fresh, err := h.describe(ctx, t, descriptionTTL)
-	if err != nil || procs == nil {
+// diagnose explains, in the doctor's words, why the database cannot run op
+// (keyed: under an idempotency key); nothing when it cannot tell.
+func (h *Handler) diagnose(ctx context.Context, t erp.Target, op *catalog.Operation, keyed bool) []string {
+	findings := func(got said) []catalog.Finding {
+		out := op.Diagnose(got.procs)
+		if keyed {
+			out = append(out, got.keyFindings()...)
+		}
+		return out
+	}
+	got, fresh, err := h.describe(ctx, t, descriptionTTL, keyed)
+	if err != nil || got.procs == nil {
 		return nil
 	}
-	findings := op.Diagnose(procs)
-	if len(findings) == 0 && !fresh {
+	found := findings(got)
+	if len(found) == 0 && !fresh {
 		// The call failed, yet the kept reading sees nothing wrong: the
-		// procedure has likely changed since (ALTER, DROP).
-		if procs, fresh, err = h.describe(ctx, t, healthReuse); err != nil {
+		// database has likely changed since (ALTER, DROP, REVOKE).
+		if got, fresh, err = h.describe(ctx, t, healthReuse, keyed); err != nil {
 			return nil
 		}
-		findings = op.Diagnose(procs)
+		found = findings(got)
 	}
 	var texts []string
-	for _, f := range findings {
+	for _, f := range found {
 		texts = append(texts, f.Text)
 	}
 	if fresh && len(texts) > 0 {
@@ -149,11 +177,11 @@ func (h *Handler) diagnose(ctx context.Context, t erp.Target, op *catalog.Operat
 func (h *Handler) openAPI(r *http.Request, t erp.Target) outcome {
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
 	defer cancel()
-	procs, _, err := h.describe(ctx, t, descriptionTTL)
-	if err != nil || procs == nil {
+	got, _, err := h.describe(ctx, t, descriptionTTL, false)
+	if err != nil || got.procs == nil {
 		return refusal(erp.CodeUnavailable, "the database of instance "+t.Instance+" is not reachable right now; try again later")
 	}
-	doc, err := openapi.Document(openapi.Input{Catalog: h.catalog, Procedures: procs, Class: h.cfg.Class, Server: "http://" + r.Host})
+	doc, err := openapi.Document(openapi.Input{Catalog: h.catalog, Procedures: got.procs, Class: h.cfg.Class, Server: "http://" + r.Host})
 	if err != nil {
 		return refusal(erp.CodeInternal, "internal error")
 	}
@@ -169,24 +197,12 @@ func (h *Handler) health(ctx context.Context, t erp.Target, keys bool) outcome {
 	if _, ok := h.db.(Describer); !ok {
 		return refusal(erp.CodeNotFound, "no health check here")
 	}
-	procs, fresh, err := h.describe(ctx, t, healthReuse)
+	got, fresh, err := h.describe(ctx, t, healthReuse, keys)
 	if err != nil {
 		h.log.WarnContext(ctx, "health: database unavailable", "instance", t.Instance, "err", err)
 		return healthAnswer(http.StatusServiceUnavailable, erp.CodeUnavailable, "unavailable", "the database of instance "+t.Instance+" is not reachable right now", nil)
 	}
-	findings := h.catalog.Diagnose(procs)
-	if keys {
-		// Every keyed write fails without the table: fatal.
-		problems, err := h.db.(Describer).CheckKeyTable(ctx, t)
-		if err != nil {
-			h.log.WarnContext(ctx, "health: database unavailable", "instance", t.Instance, "err", err)
-			return healthAnswer(http.StatusServiceUnavailable, erp.CodeUnavailable, "unavailable", "the database of instance "+t.Instance+" is not reachable right now", nil)
-		}
-		for _, p := range problems {
-			findings = append(findings, catalog.Finding{Clave: "Idempotency-Key", Fatal: true, Text: p})
-		}
-		fresh = fresh || len(problems) > 0
-	}
+	findings := append(h.catalog.Diagnose(got.procs), got.keyFindings()...)
 	if fresh && len(findings) > 0 {
 		texts := make([]string, len(findings))
 		for i, f := range findings {

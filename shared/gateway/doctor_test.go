@@ -251,9 +251,9 @@ type describeCounter struct {
 	describes atomic.Int64
 }
 
-func (d *describeCounter) Describe(ctx context.Context, t erp.Target, procedures []string) (map[string]catalog.Procedure, error) {
+func (d *describeCounter) Describe(ctx context.Context, t erp.Target, procedures []string, keys bool) (map[string]catalog.Procedure, []string, error) {
 	d.describes.Add(1)
-	return d.Pools.Describe(ctx, t, procedures)
+	return d.Pools.Describe(ctx, t, procedures, keys)
 }
 
 // TestHealthChecksAtOnceReadTheDatabaseOnce: a burst of health checks of

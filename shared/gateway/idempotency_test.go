@@ -266,8 +266,22 @@ func TestHealthReportsTheKeyTable(t *testing.T) {
 			t.Error(err)
 		}
 	})
+	time.Sleep(1100 * time.Millisecond) // past the second a reading serves health checks
 	r := health()
 	if r.status != 503 || !strings.Contains(r.body, `"fatal":true,"finding":"GATEWAY_IDEMPOTENCY may not be used by GATEWAY: GRANT DELETE ON GATEWAY_IDEMPOTENCY TO GATEWAY"`) {
 		t.Fatalf("without DELETE: %+v", r)
+	}
+	// A keyed write the database cannot run says why.
+	if _, err := admin.Exec(`REVOKE INSERT ON ` + firebird.KeyTable + ` FROM GATEWAY`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.Exec(`GRANT INSERT ON ` + firebird.KeyTable + ` TO GATEWAY`); err != nil {
+			t.Error(err)
+		}
+	})
+	w := postKeyed(t, e.h, token, fmt.Sprintf("revoked-%d", time.Now().UnixNano()), pago("REVOKED", 1))
+	if w.status != 503 || !strings.Contains(w.body, "cannot run Set_Pago right now (GATEWAY_IDEMPOTENCY may not be used by GATEWAY: GRANT ") {
+		t.Fatalf("a keyed write without INSERT: %+v", w)
 	}
 }

@@ -123,21 +123,20 @@ func (h *Handler) execute(r *http.Request, c caller, endpoint catalog.Endpoint) 
 		return refusal(erp.CodeNotObject, "the body could not be read")
 	}
 	call, refused := h.catalog.Parse(endpoint, body)
-	if refused != nil {
-		o := refusal(refused.Code, refused.Message)
-		if call.Op != nil {
-			o.clave = call.Op.Clave
-		}
-		return o
+	var key string
+	if refused == nil {
+		key, refused = idempotencyKey(r, c, endpoint)
 	}
-	key, refused := idempotencyKey(r, c, endpoint)
+	var o outcome
 	if refused != nil {
-		o := refusal(refused.Code, refused.Message)
+		o = refusal(refused.Code, refused.Message)
+	} else {
+		o = h.run(r.Context(), c.target, call, key, c.tokenID)
+	}
+	// A refusal of an operation's body names the operation too.
+	if call.Op != nil {
 		o.clave = call.Op.Clave
-		return o
 	}
-	o := h.run(r.Context(), c.target, call, key, c.tokenID)
-	o.clave = call.Op.Clave
 	return o
 }
 

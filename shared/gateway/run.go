@@ -23,7 +23,7 @@ func (h *Handler) run(ctx context.Context, t erp.Target, call catalog.Call, key,
 	w := work{call: call, out: out}
 	if key != "" {
 		w.key = &erp.Key{Scope: scope, Key: key, Clave: call.Op.Clave, Fingerprint: call.Fingerprint(), TTL: h.cfg.KeyTTL,
-			Answer: func() []byte { return out.Finish("}") }}
+			Answer: w.answer}
 	}
 	began := time.Now()
 	tripped, err := h.guarded(ctx, t, &w)
@@ -42,9 +42,12 @@ type work struct {
 	replay []byte
 }
 
+// answer is the call's rows as the client gets them.
+func (w *work) answer() []byte { return w.out.Finish("}") }
+
 // answer turns a call's result into what the client sees.
 func (h *Handler) answer(ctx context.Context, t erp.Target, w *work, err error) outcome {
-	call, out := w.call, w.out
+	call := w.call
 	var paused *pausedError
 	var exc *erp.Exception
 	nothingWritten := ""
@@ -55,7 +58,7 @@ func (h *Handler) answer(ctx context.Context, t erp.Target, w *work, err error) 
 	case err == nil && w.replay != nil:
 		return outcome{status: http.StatusOK, body: w.replay, replayed: true}
 	case err == nil:
-		return outcome{status: http.StatusOK, body: out.Finish("}")}
+		return outcome{status: http.StatusOK, body: w.answer()}
 	case errors.Is(err, erp.ErrKeyReused):
 		return refusal(erp.CodeKeyReused, "this Idempotency-Key was sent before with another request (another CLAVE or other values); nothing was written; use a new key for a new request")
 	case errors.Is(err, erp.ErrKeyInProgress):
@@ -81,7 +84,7 @@ func (h *Handler) answer(ctx context.Context, t erp.Target, w *work, err error) 
 	case errors.Is(err, erp.ErrCannotRun):
 		h.log.ErrorContext(ctx, "database cannot run the operation", "instance", t.Instance, "clave", call.Op.Clave, "err", err)
 		why := "its procedure is missing, changed or not granted"
-		if findings := h.diagnose(ctx, t, call.Op); len(findings) > 0 {
+		if findings := h.diagnose(ctx, t, call.Op, w.key != nil); len(findings) > 0 {
 			why = strings.Join(findings, "; ")
 		}
 		return refusal(erp.CodeUnavailable, "the database of instance "+t.Instance+" cannot run "+call.Op.Clave+" right now ("+why+")"+nothingWritten+"; try again later")
