@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nakagami/firebirdsql"
+
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/record"
 )
@@ -35,12 +37,21 @@ const (
 	committing              // a write's commit was sent: until it answers, its outcome is unknown
 )
 
+// txMode is the transaction a call runs in.
+type txMode int
+
+const (
+	txRead  txMode = iota // the connection's read transaction (conn.call)
+	txWrite               // READ COMMITTED WAIT, of its own
+	txProbe               // READ COMMITTED NO WAIT, of its own: a lock held is an error, never a wait
+)
+
 // Read runs a selectable procedure in a read-only transaction and encodes
 // its rows into out. An error of out's limits (record.ErrTooManyRows,
 // record.ErrTooLarge) stops the fetch and is returned as it is.
 func (p *Pools) Read(ctx context.Context, t erp.Target, procedure string, args []any, out *record.Encoder) error {
 	query := selectSQL(procedure, len(args))
-	return p.do(ctx, t, false, out, func(ctx context.Context, s *session) error {
+	return p.do(ctx, t, txRead, out, func(ctx context.Context, s *session) error {
 		return s.query(ctx, query, args, out)
 	})
 }
@@ -50,7 +61,7 @@ func (p *Pools) Read(ctx context.Context, t erp.Target, procedure string, args [
 // only when both succeeded and the rows fit out's limits.
 func (p *Pools) Write(ctx context.Context, t erp.Target, procedure string, args []any, readBack string, readArgs []any, out *record.Encoder) error {
 	exec, query := executeSQL(procedure, len(args)), selectSQL(readBack, len(readArgs))
-	return p.do(ctx, t, true, out, func(ctx context.Context, s *session) error {
+	return p.do(ctx, t, txWrite, out, func(ctx context.Context, s *session) error {
 		if err := s.exec(ctx, exec, args); err != nil {
 			return err
 		}
@@ -62,7 +73,7 @@ func (p *Pools) Write(ctx context.Context, t erp.Target, procedure string, args 
 // that finds its connection dead before a commit was sent is retried once on
 // a fresh pool: nothing of it can have been committed. A call abandoned at
 // its deadline is never retried, so out has one writer at a time.
-func (p *Pools) do(ctx context.Context, t erp.Target, write bool, out *record.Encoder, body func(context.Context, *session) error) error {
+func (p *Pools) do(ctx context.Context, t erp.Target, mode txMode, out *record.Encoder, body func(context.Context, *session) error) error {
 	for attempt := 0; ; attempt++ {
 		cur, err := p.get(t)
 		if err != nil {
@@ -72,11 +83,11 @@ func (p *Pools) do(ctx context.Context, t erp.Target, write bool, out *record.En
 			out.Reset()
 		}
 		var at atomic.Int32
-		err = guard(ctx, func() error { return cur.run(ctx, p.opts, write, &at, body) })
+		err = guard(ctx, func() error { return cur.run(ctx, p.opts, mode, &at, body) })
 		if err == nil {
 			return nil
 		}
-		if overLimit(err) || errors.Is(err, errKeyTaken) || errors.Is(err, erp.ErrKeyInProgress) {
+		if overLimit(err) || keyed(err) {
 			return err
 		}
 		ph := phase(at.Load())
@@ -118,7 +129,7 @@ func guard(ctx context.Context, work func() error) error {
 }
 
 // run takes a connection from the pool for one call.
-func (cur *pool) run(ctx context.Context, opts Options, write bool, at *atomic.Int32, body func(context.Context, *session) error) error {
+func (cur *pool) run(ctx context.Context, opts Options, mode txMode, at *atomic.Int32, body func(context.Context, *session) error) error {
 	sc, err := cur.db.Conn(ctx)
 	if err != nil {
 		return err
@@ -129,7 +140,7 @@ func (cur *pool) run(ctx context.Context, opts Options, write bool, at *atomic.I
 		if !ok {
 			return fmt.Errorf("firebird: pool connection of type %T", dc)
 		}
-		return c.call(ctx, opts, write, at, body)
+		return c.call(ctx, opts, mode, at, body)
 	})
 }
 
@@ -148,7 +159,7 @@ func (cur *pool) run(ctx context.Context, opts Options, write bool, at *atomic.I
 // transaction of their own, committed or rolled back before call returns.
 // When the wire is in an unknown state the connection is marked broken
 // instead: the pool drops its socket and the server rolls back.
-func (c *conn) call(ctx context.Context, opts Options, write bool, at *atomic.Int32, body func(context.Context, *session) error) error {
+func (c *conn) call(ctx context.Context, opts Options, mode txMode, at *atomic.Int32, body func(context.Context, *session) error) error {
 	fc, err := c.fb()
 	if err != nil {
 		return err
@@ -160,9 +171,9 @@ func (c *conn) call(ctx context.Context, opts Options, write bool, at *atomic.In
 		}
 	}
 	s := &session{conn: c, fc: fc, at: at}
-	if !write {
+	if mode == txRead {
 		if c.read == nil {
-			tx, err := fc.BeginTx(ctx, txOptions(false))
+			tx, err := fc.BeginTx(ctx, txOptions(txRead))
 			if err != nil {
 				c.settle(ctx, fc, err)
 				return err
@@ -181,7 +192,7 @@ func (c *conn) call(ctx context.Context, opts Options, write bool, at *atomic.In
 	if err := c.endRead(); err != nil {
 		return err
 	}
-	tx, err := fc.BeginTx(ctx, txOptions(true))
+	tx, err := fc.BeginTx(ctx, txOptions(mode))
 	if err != nil {
 		c.settle(ctx, fc, err)
 		return err
@@ -218,9 +229,15 @@ func (c *conn) endRead() error {
 
 // txOptions: READ COMMITTED, read-only for reads. Writes WAIT for locks, so
 // concurrent inserts of one key wait for each other and get the database's
-// answer (the deadline bounds the wait).
-func txOptions(write bool) driver.TxOptions {
-	return driver.TxOptions{Isolation: driver.IsolationLevel(sql.LevelReadCommitted), ReadOnly: !write}
+// answer (the deadline bounds the wait); probes do not wait.
+func txOptions(mode txMode) driver.TxOptions {
+	switch mode {
+	case txRead:
+		return driver.TxOptions{Isolation: driver.IsolationLevel(sql.LevelReadCommitted), ReadOnly: true}
+	case txProbe:
+		return driver.TxOptions{Isolation: driver.IsolationLevel(firebirdsql.LevelReadCommittedNoWait)}
+	}
+	return driver.TxOptions{Isolation: driver.IsolationLevel(sql.LevelReadCommitted)}
 }
 
 // ping checks a connection that sat idle long enough for the network to have

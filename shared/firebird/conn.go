@@ -69,6 +69,9 @@ type conn struct {
 	used   time.Time // end of the last call
 	broken bool      // the wire is in an unknown state: never reuse
 	read   driver.Tx // the transaction reads run in (conn.call)
+	// blocks holds each keyed procedure's block (session.block), written
+	// from the procedure's signature as read on this connection.
+	blocks map[string]string
 }
 
 // stmt is a statement prepared on a conn, reused for the conn's life.

@@ -38,7 +38,6 @@ CREATE TABLE {table} (
   CREATED_AT   TIMESTAMP NOT NULL,
   CONSTRAINT PK_{table} PRIMARY KEY (SCOPE, IDEM_KEY)
 );
-CREATE INDEX IX_{table}_CREATED ON {table} (CREATED_AT);
 GRANT SELECT, INSERT, UPDATE, DELETE ON {table} TO {user};
 COMMIT;
 `)
@@ -47,6 +46,7 @@ COMMIT;
 // The statements of a keyed write, prepared once per connection like the
 // others.
 const (
+	// claimSQL claims a key on its own: the probe's (Pools.probe).
 	claimSQL = "INSERT INTO " + KeyTable + " (SCOPE, IDEM_KEY, CLAVE, REQUEST_HASH, CREATED_AT) VALUES (?, ?, ?, ?, ?)"
 	// An answer is kept inline when it fits (a blob costs three more round
 	// trips and server work), in a blob when it does not.
@@ -55,40 +55,77 @@ const (
 	inlineMax   = 8000
 	keptSQL     = "SELECT REQUEST_HASH, COALESCE(ANSWER, ANSWER_LONG), CREATED_AT FROM " + KeyTable + " WHERE SCOPE = ? AND IDEM_KEY = ?"
 	expireSQL   = "DELETE FROM " + KeyTable + " WHERE SCOPE = ? AND IDEM_KEY = ? AND CREATED_AT < ?"
-	// A sweep's batch is bounded (ROWS 500): a few milliseconds of work,
-	// never a long transaction.
-	sweepSQL = "DELETE FROM " + KeyTable + " WHERE CREATED_AT < ? ROWS 500"
+	// sweepSQL examines the next keys after a position, in the primary
+	// key's order (the table has no index on time: one would cost every
+	// keyed write a page written at its commit, a fifth of the write), and
+	// removes the expired among them. Its work is bounded (sweepBatch
+	// keys, a few milliseconds, never a long transaction) whatever the table's
+	// size; it returns where it stopped, and how many it examined: fewer
+	// than the batch, it reached the end.
+	sweepSQL = `EXECUTE BLOCK (FROM_SCOPE TYPE OF COLUMN ` + KeyTable + `.SCOPE = ?, FROM_KEY TYPE OF COLUMN ` + KeyTable + `.IDEM_KEY = ?, CUTOFF TIMESTAMP = ?, BATCH INTEGER = ?)
+RETURNS (LAST_SCOPE TYPE OF COLUMN ` + KeyTable + `.SCOPE, LAST_KEY TYPE OF COLUMN ` + KeyTable + `.IDEM_KEY, SEEN BIGINT)
+AS
+DECLARE CREATED TIMESTAMP;
+BEGIN
+  SEEN = 0;
+  LAST_SCOPE = FROM_SCOPE;
+  LAST_KEY = FROM_KEY;
+  FOR SELECT SCOPE, IDEM_KEY, CREATED_AT FROM ` + KeyTable + ` WHERE SCOPE = :FROM_SCOPE AND IDEM_KEY > :FROM_KEY
+      ORDER BY SCOPE, IDEM_KEY ROWS :BATCH INTO :LAST_SCOPE, :LAST_KEY, :CREATED DO
+  BEGIN
+    SEEN = SEEN + 1;
+    IF (CREATED < CUTOFF) THEN DELETE FROM ` + KeyTable + ` WHERE SCOPE = :LAST_SCOPE AND IDEM_KEY = :LAST_KEY;
+  END
+  IF (SEEN < BATCH) THEN
+    FOR SELECT SCOPE, IDEM_KEY, CREATED_AT FROM ` + KeyTable + ` WHERE SCOPE > :FROM_SCOPE
+        ORDER BY SCOPE, IDEM_KEY ROWS :BATCH - :SEEN INTO :LAST_SCOPE, :LAST_KEY, :CREATED DO
+    BEGIN
+      SEEN = SEEN + 1;
+      IF (CREATED < CUTOFF) THEN DELETE FROM ` + KeyTable + ` WHERE SCOPE = :LAST_SCOPE AND IDEM_KEY = :LAST_KEY;
+    END
+  SUSPEND;
+END`
 )
 
 const (
-	// sweepEvery is how often one execution environment sweeps an
-	// instance's expired keys, after a keyed write.
-	sweepEvery = 10 * time.Second
 	// sweepTimeout bounds a sweep, which must not hold the answer back.
 	sweepTimeout = time.Second
+	// sweepBatch is how many keys a sweep examines.
+	sweepBatch = 500
+	// The part of a keyed write's time kept back from the claim and the
+	// procedure, to find out why they did not end (Pools.probe) and answer
+	// so: a tenth of the time, within these bounds.
+	reserveMin, reserveMax = 100 * time.Millisecond, time.Second
 )
 
-// errKeyTaken: the key is kept already, or was while the claim waited.
-var errKeyTaken = errors.New("the idempotency key is taken")
+var (
+	// errKeyTaken: the key is kept already, or was while the claim waited.
+	errKeyTaken = errors.New("the idempotency key is taken")
+	// errOutwaited: the claim and the procedure ran into the reserve,
+	// waiting for the key's holder or for the procedure itself.
+	errOutwaited = errors.New("the keyed write ran into its reserve")
+	// errKeyFree: the probe found the key free (and let it go).
+	errKeyFree = errors.New("the idempotency key is free")
+)
+
+// keyed reports the outcomes of a keyed write's steps that WriteOnce
+// resolves itself.
+func keyed(err error) bool {
+	return errors.Is(err, errKeyTaken) || errors.Is(err, erp.ErrKeyInProgress) || errors.Is(err, errOutwaited) || errors.Is(err, errKeyFree)
+}
 
 // WriteOnce is Write under an idempotency key. The key is claimed (a row of
-// KeyTable) in the write's own transaction before the procedure runs, and
-// the answer is kept in that row before the commit: the key and the write
-// commit together or not at all. A request whose key is kept gets the kept
-// answer (replay) and runs nothing; one whose key another request holds
-// waits for that request's end, at most half of its own time, and then
-// replays or runs; still held then, erp.ErrKeyInProgress.
+// KeyTable) in the write's own transaction, by the statement that runs the
+// procedure and the read-back (session.keyedWrite), and the answer is kept in that row before
+// the commit: the key and the write commit together or not at all. A request
+// whose key is kept gets the kept answer (replay) and runs nothing; one whose
+// key another request holds waits for that request's end, and then replays
+// or runs; still held when only the reserve is left, erp.ErrKeyInProgress.
 func (p *Pools) WriteOnce(ctx context.Context, t erp.Target, procedure string, args []any, readBack string, readArgs []any, out *record.Encoder, k erp.Key) (replay []byte, err error) {
-	exec, query := executeSQL(procedure, len(args)), selectSQL(readBack, len(readArgs))
+	w := keyedCall{procedure: procedure, args: args, readBack: readBack, readArgs: readArgs}
 	for attempt := 0; ; attempt++ {
-		err := p.do(ctx, t, true, out, func(ctx context.Context, s *session) error {
-			if err := s.claim(ctx, k); err != nil {
-				return err
-			}
-			if err := s.exec(ctx, exec, args); err != nil {
-				return err
-			}
-			if err := s.query(ctx, query, readArgs, out); err != nil {
+		err := p.do(ctx, t, txWrite, out, func(ctx context.Context, s *session) error {
+			if err := s.keyedWrite(ctx, w, k, out); err != nil {
 				return err
 			}
 			answer, keep := k.Answer(), keepSQL
@@ -97,6 +134,14 @@ func (p *Pools) WriteOnce(ctx context.Context, t erp.Target, procedure string, a
 			}
 			return s.exec(ctx, keep, []any{answer, k.Scope, k.Key})
 		})
+		if errors.Is(err, errOutwaited) {
+			err = p.probe(ctx, t, k)
+		}
+		if errors.Is(err, errKeyFree) {
+			// Nobody holds the key: this request's own procedure was
+			// slow, and was cancelled with nothing written.
+			return nil, fmt.Errorf("%w: %w", erp.ErrUnavailable, context.DeadlineExceeded)
+		}
 		if !errors.Is(err, errKeyTaken) {
 			if err == nil {
 				p.sweepIfDue(ctx, t, k.TTL)
@@ -119,34 +164,36 @@ func (p *Pools) WriteOnce(ctx context.Context, t erp.Target, procedure string, a
 	}
 }
 
-// claim inserts the key's row. A row another transaction inserted and has
-// not ended holds its lock: the insert waits for that transaction, which
-// either commits (the key is taken) or rolls back (the key is ours).
-func (s *session) claim(ctx context.Context, k erp.Key) error {
-	wait := ctx
-	if deadline, ok := ctx.Deadline(); ok {
-		var cancel context.CancelFunc
-		wait, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(deadline)/2))
-		defer cancel()
-	}
-	err := s.exec(wait, claimSQL, []any{k.Scope, k.Key, k.Clave, k.Fingerprint, time.Now().UTC()})
+// probe finds out why a keyed write ran into its reserve: it claims the key
+// without waiting, in a transaction that is always rolled back. The key is
+// taken (committed by another request: errKeyTaken), held (another request
+// still runs: erp.ErrKeyInProgress), or free (errKeyFree: the write's own
+// procedure was what took the time).
+func (p *Pools) probe(ctx context.Context, t erp.Target, k erp.Key) error {
+	return p.do(ctx, t, txProbe, nil, func(ctx context.Context, s *session) error {
+		err := s.exec(ctx, claimSQL, []any{k.Scope, k.Key, k.Clave, k.Fingerprint, time.Now().UTC()})
+		switch {
+		case err == nil:
+			return errKeyFree
+		case claimRefused(err, firebirdsql.ISCUniqueKeyViolation):
+			return fmt.Errorf("%w: %w", errKeyTaken, err)
+		case isLockConflict(err):
+			return fmt.Errorf("%w: %w", erp.ErrKeyInProgress, err)
+		}
+		return err
+	})
+}
+
+func isLockConflict(err error) bool {
 	var fb *firebirdsql.FbError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &fb) && slices.Contains(fb.GDSCodes, firebirdsql.ISCUniqueKeyViolation):
-		return fmt.Errorf("%w: %w", errKeyTaken, err)
-	case wait.Err() != nil && ctx.Err() == nil:
-		return fmt.Errorf("%w: %w", erp.ErrKeyInProgress, err)
-	}
-	return err
+	return errors.As(err, &fb) && hasCode(fb, []int{firebirdsql.ISCLockConflict, firebirdsql.ISCDeadlock})
 }
 
 // kept reads the key's row. An expired one is removed and reported not
 // found, so the key runs anew.
 func (p *Pools) kept(ctx context.Context, t erp.Target, k erp.Key) (fingerprint string, answer []byte, found bool, err error) {
 	var created time.Time
-	err = p.do(ctx, t, false, nil, func(ctx context.Context, s *session) error {
+	err = p.do(ctx, t, txRead, nil, func(ctx context.Context, s *session) error {
 		row, err := s.row(ctx, keptSQL, []any{k.Scope, k.Key})
 		if err != nil || row == nil {
 			return err
@@ -162,7 +209,7 @@ func (p *Pools) kept(ctx context.Context, t erp.Target, k erp.Key) (fingerprint 
 	}
 	cutoff := time.Now().UTC().Add(-k.TTL)
 	if created.Before(cutoff) {
-		err = p.do(ctx, t, true, nil, func(ctx context.Context, s *session) error {
+		err = p.do(ctx, t, txWrite, nil, func(ctx context.Context, s *session) error {
 			return s.exec(ctx, expireSQL, []any{k.Scope, k.Key, cutoff})
 		})
 		return "", nil, false, err
@@ -170,15 +217,18 @@ func (p *Pools) kept(ctx context.Context, t erp.Target, k erp.Key) (fingerprint 
 	return strings.TrimSpace(fingerprint), answer, true, nil
 }
 
-// sweepIfDue removes a batch of the instance's expired keys, at most every
-// sweepEvery in this process, in a short transaction of its own. It is best
-// effort: a sweep that fails is tried again at the next one.
+// sweepIfDue examines a batch of the instance's keys and removes the
+// expired among them, at most every Options.KeySweepEvery in this process, in a short
+// transaction of its own; batch after batch, it goes through the whole
+// table and starts again. It is best effort: a sweep that fails is tried
+// again at the next one.
 func (p *Pools) sweepIfDue(ctx context.Context, t erp.Target, ttl time.Duration) {
 	p.mu.Lock()
 	cur, ok := p.pools[t.Instance]
-	due := ok && time.Since(cur.swept) >= sweepEvery
+	due := ok && time.Since(cur.swept) >= p.opts.KeySweepEvery
+	var from sweepPosition
 	if due {
-		cur.swept = time.Now()
+		cur.swept, from = time.Now(), cur.sweepFrom
 	}
 	p.mu.Unlock()
 	if !due {
@@ -187,10 +237,29 @@ func (p *Pools) sweepIfDue(ctx context.Context, t erp.Target, ttl time.Duration)
 	ctx, cancel := context.WithTimeout(ctx, sweepTimeout)
 	defer cancel()
 	cutoff := time.Now().UTC().Add(-ttl)
-	p.do(ctx, t, true, nil, func(ctx context.Context, s *session) error { //nolint:errcheck // best effort, see above
-		return s.exec(ctx, sweepSQL, []any{cutoff})
+	var next sweepPosition
+	err := p.do(ctx, t, txWrite, nil, func(ctx context.Context, s *session) error {
+		row, err := s.row(ctx, sweepSQL, []any{from.scope, from.key, cutoff, sweepBatch})
+		if err != nil || row == nil {
+			return err
+		}
+		next.scope, _ = row[0].(string)
+		next.key, _ = row[1].(string)
+		if seen, _ := row[2].(int64); seen < sweepBatch {
+			next = sweepPosition{} // the end: start again
+		}
+		return nil
 	})
+	if err == nil {
+		p.mu.Lock()
+		cur.sweepFrom = next
+		p.mu.Unlock()
+	}
 }
+
+// sweepPosition is the last key a sweep examined; the zero value is the
+// table's start.
+type sweepPosition struct{ scope, key string }
 
 // row runs query and returns its first row, nil when there is none.
 func (s *session) row(ctx context.Context, query string, args []any) ([]driver.Value, error) {

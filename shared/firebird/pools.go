@@ -28,6 +28,9 @@ type Options struct {
 	StmtMaxAge time.Duration
 	// MaxStatements caps the statements prepared on one connection (64).
 	MaxStatements int
+	// KeySweepEvery (10s) is how often one process sweeps an instance's
+	// expired idempotency keys, after a keyed write.
+	KeySweepEvery time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -44,6 +47,7 @@ func (o Options) withDefaults() Options {
 	}
 	def(&o.ConnMaxIdle, 240*time.Second)
 	def(&o.StmtMaxAge, 60*time.Second)
+	def(&o.KeySweepEvery, 10*time.Second)
 	return o
 }
 
@@ -81,8 +85,10 @@ type pool struct {
 	cfg erp.Connection
 	db  *sql.DB
 	// swept is when this process last swept the instance's expired
-	// idempotency keys (guarded by Pools.mu).
-	swept time.Time
+	// idempotency keys, and sweepFrom where the next sweep starts
+	// (guarded by Pools.mu).
+	swept     time.Time
+	sweepFrom sweepPosition
 }
 
 // NewPools returns an empty set of pools.

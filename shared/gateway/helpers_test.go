@@ -59,7 +59,8 @@ type env struct {
 // testOperations adds to the specification's table what only tests use: a
 // procedure returning every Firebird type, one that tests alter, one raising
 // exceptions (REST_TEST_PAGO, TestExceptionRaisedUsingArguments), a write
-// without a natural key (REST_TEST_PAGAR, setupKeys), one
+// without a natural key (REST_TEST_PAGAR, setupKeys) and one that waits
+// for a lock (REST_TEST_ESPERAR), one
 // returning as many wide rows as asked (REST_TEST_FILAS, setupRows), a write
 // whose read-back fails and one whose read-back is too large to answer.
 func testOperations() []catalog.Operation {
@@ -84,6 +85,9 @@ func testOperations() []catalog.Operation {
 		catalog.Operation{Clave: "Get_Filas", Endpoint: catalog.ExecuteQuery, Procedure: "REST_TEST_FILAS", Params: rows},
 		catalog.Operation{Clave: "Get_Pago", Endpoint: catalog.ExecuteQuery, Procedure: "REST_TEST_PAGO", Params: rows},
 		catalog.Operation{Clave: "Set_Pago", Endpoint: catalog.Execute, Procedure: "REST_TEST_PAGAR",
+			Params:   []catalog.Param{{Name: "CODIGO", MaxLen: 20, Required: true}, {Name: "VALOR", Kind: catalog.Integer, Bits: 32}},
+			ReadBack: &catalog.ReadBack{Procedure: "REST_TEST_PAGOS", Params: []string{"CODIGO"}}},
+		catalog.Operation{Clave: "Set_Pago_Espera", Endpoint: catalog.Execute, Procedure: "REST_TEST_ESPERAR",
 			Params:   []catalog.Param{{Name: "CODIGO", MaxLen: 20, Required: true}, {Name: "VALOR", Kind: catalog.Integer, Bits: 32}},
 			ReadBack: &catalog.ReadBack{Procedure: "REST_TEST_PAGOS", Params: []string{"CODIGO"}}},
 		broken, big)
