@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +27,7 @@ type runtimeAPI struct {
 	events  chan invocation
 	mu      sync.Mutex
 	results map[string]chan result
+	seq     atomic.Int64 // request ids, unique among concurrent invocations
 }
 
 type invocation struct {
@@ -98,9 +100,24 @@ func (r *runtimeAPI) invoke(ev events.APIGatewayProxyRequest) (events.APIGateway
 	return resp, res
 }
 
+// invokeWithin is invoke for an answer that may never come (its
+// environment killed): false when none came within d.
+func (r *runtimeAPI) invokeWithin(ev events.APIGatewayProxyRequest, d time.Duration) (events.APIGatewayProxyResponse, bool) {
+	raw, _ := json.Marshal(ev)
+	id := fmt.Sprintf("req-%d", r.seq.Add(1))
+	r.events <- invocation{id: id, event: raw}
+	var resp events.APIGatewayProxyResponse
+	select {
+	case res := <-r.result(id):
+		return resp, !res.isError && json.Unmarshal(res.body, &resp) == nil
+	case <-time.After(d):
+		return resp, false
+	}
+}
+
 // invokeRaw queues any event and waits for the function's answer.
 func (r *runtimeAPI) invokeRaw(event []byte) result {
-	id := fmt.Sprintf("req-%d", time.Now().UnixNano())
+	id := fmt.Sprintf("req-%d", r.seq.Add(1))
 	r.events <- invocation{id: id, event: event}
 	select {
 	case res := <-r.result(id):

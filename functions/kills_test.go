@@ -1,0 +1,156 @@
+package functions_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/erp-gateway/gateway/shared/fbtest"
+	"github.com/erp-gateway/gateway/shared/tenants"
+)
+
+// TestExecuteBootstrapsSurviveKills: keyed inserts at 8 clients through
+// four real execute bootstraps (four execution environments) under the
+// emulated Runtime API, while Firebird is killed (kill -9) twice and a
+// bootstrap once, mid-invocation, and replaced as Lambda replaces a dead
+// environment. Every answer that is not final (503, 409, no answer) is sent
+// again with the same key until it is: each third party then exists
+// exactly once, no client sees its own write as "YA EXISTE", and no
+// transaction of consequence is left behind.
+func TestExecuteBootstrapsSurviveKills(t *testing.T) {
+	cfg := fbtest.Demo(t)
+	fbtest.KeyTable(t, cfg)
+	admin := fbtest.Open(t, fbtest.Admin(t, cfg))
+	instances, err := json.Marshal(map[string]tenants.Instance{"demo": {Connection: cfg, Idempotency: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, acc := fbtest.Access(t, "demo")
+	api, srv := newRuntimeAPI(t)
+	bin := buildBootstrap(t, "execute")
+	start := func() *exec.Cmd {
+		_, cmd := startBootstrapCmd(t, bin, strings.TrimPrefix(srv.URL, "http://"),
+			"GATEWAY_INSTANCES_JSON="+string(instances), "GATEWAY_ACCESS_JSON="+string(acc), "GATEWAY_DB_TIMEOUT=3s")
+		return cmd
+	}
+	var envs []*exec.Cmd
+	for range 4 {
+		envs = append(envs, start())
+	}
+	base := restEvent(t, apiPath+"execute", "", nil)
+
+	// The clients write until the faults are over.
+	const clients = 8
+	var stop atomic.Bool
+	run := time.Now().UnixNano() % 1e8
+	codes := make([][]string, clients)
+	var sent, retried, yaExiste, replayed atomic.Int64
+	var failures sync.Map
+	deadline := time.Now().Add(120 * time.Second)
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; !stop.Load(); i++ {
+				code := fmt.Sprintf("B%d%d%04d", run, c, i)
+				codes[c] = append(codes[c], code)
+				ev := base
+				ev.Body = `{"CLAVE":"Set_Terceros","CODIGO":"` + code + `","DV":"3","NATURALEZA":"J","EMPRESA":"Kill ` + code + `","RAZON_COMERCIAL":"Kill","DIRECCION":"Calle 1","CODIDENTIDAD":"NIT","CODSOCIEDAD":"SAS","CODPAIS":"CO","CODMUNICIPIO":"05001","CODACTIVIDAD":"NA","CODZONA":"NA"}`
+				ev.Headers = maps.Clone(base.Headers)
+				ev.MultiValueHeaders = maps.Clone(base.MultiValueHeaders)
+				ev.Headers["Idempotency-Key"] = "key-" + code
+				ev.MultiValueHeaders["Idempotency-Key"] = []string{"key-" + code}
+				for attempt := 0; ; attempt++ {
+					if time.Now().After(deadline) {
+						failures.Store(code, "never got a final answer")
+						return
+					}
+					sent.Add(1)
+					if attempt > 0 {
+						retried.Add(1)
+					}
+					// A killed environment never answers: as API Gateway
+					// would, the client gives up on it.
+					resp, answered := api.invokeWithin(ev, 8*time.Second)
+					if r := resp.MultiValueHeaders["Idempotent-Replayed"]; len(r) == 1 && r[0] == "true" {
+						replayed.Add(1)
+					}
+					switch {
+					case !answered, resp.StatusCode == 503, resp.StatusCode == 409:
+						time.Sleep(100 * time.Millisecond)
+						continue
+					case resp.StatusCode == 200 && strings.HasPrefix(resp.Body, `{"cod_error":0,"data":[{"CODIGO":"`+code+`"`):
+					case strings.Contains(resp.Body, "YA EXISTE"):
+						yaExiste.Add(1)
+						failures.Store(code, resp.Body)
+					default:
+						failures.Store(code, fmt.Sprintf("HTTP %d %s", resp.StatusCode, resp.Body))
+					}
+					break
+				}
+			}
+		}()
+	}
+
+	killFirebird := func() {
+		if out, err := exec.Command("pkill", "-9", "-x", "firebird").CombinedOutput(); err != nil {
+			t.Errorf("kill -9 firebird: %v %s", err, out)
+		}
+	}
+	time.Sleep(700 * time.Millisecond)
+	killFirebird()
+	time.Sleep(1500 * time.Millisecond)
+	envs[0].Process.Kill() // an execution environment, mid-invocation
+	envs[0] = start()
+	time.Sleep(1500 * time.Millisecond)
+	killFirebird()
+	time.Sleep(2 * time.Second)
+	stop.Store(true)
+	wg.Wait()
+	for deadline := time.Now().Add(30 * time.Second); admin.Ping() != nil; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("Firebird did not come back within 30 s")
+		}
+	}
+
+	failures.Range(func(code, why any) bool {
+		t.Errorf("%s: %s", code, why)
+		return true
+	})
+	if yaExiste.Load() > 0 {
+		t.Errorf("%d clients saw their own write as YA EXISTE", yaExiste.Load())
+	}
+	for _, cs := range codes {
+		for _, code := range cs {
+			if n := thirdParties(t, admin, code); n != 1 {
+				t.Errorf("%s exists %d times, want once", code, n)
+			}
+		}
+	}
+	writes := 0
+	for _, cs := range codes {
+		writes += len(cs)
+	}
+	t.Logf("%d writes, %d invocations, %d of them sent again; %d replayed", writes, sent.Load(), retried.Load(), replayed.Load())
+	if retried.Load() == 0 {
+		t.Error("no request was sent again: the faults missed the load")
+	}
+	const ours = "(SELECT a.MON$ATTACHMENT_ID FROM MON$ATTACHMENTS a WHERE a.MON$USER = 'GATEWAY')"
+	var open, gap int
+	if err := admin.QueryRow("SELECT COUNT(*) FROM MON$TRANSACTIONS WHERE MON$READ_ONLY = 0 AND MON$ATTACHMENT_ID IN " + ours).Scan(&open); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.QueryRow("SELECT MON$NEXT_TRANSACTION - MON$OLDEST_ACTIVE FROM MON$DATABASE").Scan(&gap); err != nil {
+		t.Fatal(err)
+	}
+	if open != 0 || gap > 5 {
+		t.Errorf("after the load: %d read-write transactions of the gateway open, NEXT - OAT = %d (want 0 and at most 5)", open, gap)
+	}
+}
