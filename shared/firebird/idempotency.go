@@ -168,8 +168,31 @@ func (p *Pools) WriteOnce(ctx context.Context, t erp.Target, procedure string, a
 // without waiting, in a transaction that is always rolled back. The key is
 // taken (committed by another request: errKeyTaken), held (another request
 // still runs: erp.ErrKeyInProgress), or free (errKeyFree: the write's own
-// procedure was what took the time).
+// procedure was what took the time). The write's own transaction ends when
+// the server sees its dropped connection, a few milliseconds after: until
+// then it holds the key itself, so a key held is probed again a few times
+// before it counts as another request's.
 func (p *Pools) probe(ctx context.Context, t erp.Target, k erp.Key) error {
+	for i := 0; ; i++ {
+		err := p.probeOnce(ctx, t, k)
+		if !errors.Is(err, erp.ErrKeyInProgress) || i == probeTries-1 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(probePause):
+		}
+	}
+}
+
+// How often, and how far apart, a key found held is probed.
+const (
+	probeTries = 4
+	probePause = 25 * time.Millisecond
+)
+
+func (p *Pools) probeOnce(ctx context.Context, t erp.Target, k erp.Key) error {
 	return p.do(ctx, t, txProbe, nil, func(ctx context.Context, s *session) error {
 		err := s.exec(ctx, claimSQL, []any{k.Scope, k.Key, k.Clave, k.Fingerprint, time.Now().UTC()})
 		switch {
