@@ -116,11 +116,12 @@ func keyed(err error) bool {
 
 // WriteOnce is Write under an idempotency key. The key is claimed (a row of
 // KeyTable) in the write's own transaction, by the statement that runs the
-// procedure and the read-back (session.keyedWrite), and the answer is kept in that row before
-// the commit: the key and the write commit together or not at all. A request
-// whose key is kept gets the kept answer (replay) and runs nothing; one whose
-// key another request holds waits for that request's end, and then replays
-// or runs; still held when only the reserve is left, erp.ErrKeyInProgress.
+// procedure and the read-back (session.keyedWrite), and the answer is kept
+// in that row before the commit: the key and the write commit together or
+// not at all. A request whose key is kept gets the kept answer (replay) and
+// runs nothing; one whose key another request holds waits for that
+// request's end, and then replays or runs; still held when only the reserve
+// is left, erp.ErrKeyInProgress.
 func (p *Pools) WriteOnce(ctx context.Context, t erp.Target, procedure string, args []any, readBack string, readArgs []any, out *record.Encoder, k erp.Key) (replay []byte, err error) {
 	w := keyedCall{procedure: procedure, args: args, readBack: readBack, readArgs: readArgs}
 	for attempt := 0; ; attempt++ {
