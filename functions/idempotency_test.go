@@ -39,8 +39,7 @@ func TestExecuteBootstrapResolvesACutCommitByItsKey(t *testing.T) {
 
 	write := func(code, key string) events.APIGatewayProxyResponse {
 		t.Helper()
-		body := `{"CLAVE":"Set_Terceros","CODIGO":"` + code + `","DV":"3","NATURALEZA":"J","EMPRESA":"Corte ` + code + `","RAZON_COMERCIAL":"Corte","DIRECCION":"Calle 1","CODIDENTIDAD":"NIT","CODSOCIEDAD":"SAS","CODPAIS":"CO","CODMUNICIPIO":"05001","CODACTIVIDAD":"NA","CODZONA":"NA"}`
-		resp, res := api.invoke(restEvent(t, apiPath+"execute", body, func(ev *events.APIGatewayProxyRequest) {
+		resp, res := api.invoke(restEvent(t, apiPath+"execute", fbtest.SetTerceros(code, "Corte"), func(ev *events.APIGatewayProxyRequest) {
 			ev.Headers["Idempotency-Key"] = key
 			ev.MultiValueHeaders["Idempotency-Key"] = []string{key}
 		}))

@@ -62,7 +62,7 @@ func TestExecuteBootstrapsSurviveKills(t *testing.T) {
 				code := fmt.Sprintf("B%d%d%04d", run, c, i)
 				codes[c] = append(codes[c], code)
 				ev := base
-				ev.Body = `{"CLAVE":"Set_Terceros","CODIGO":"` + code + `","DV":"3","NATURALEZA":"J","EMPRESA":"Kill ` + code + `","RAZON_COMERCIAL":"Kill","DIRECCION":"Calle 1","CODIDENTIDAD":"NIT","CODSOCIEDAD":"SAS","CODPAIS":"CO","CODMUNICIPIO":"05001","CODACTIVIDAD":"NA","CODZONA":"NA"}`
+				ev.Body = fbtest.SetTerceros(code, "Kill")
 				ev.Headers = maps.Clone(base.Headers)
 				ev.MultiValueHeaders = maps.Clone(base.MultiValueHeaders)
 				ev.Headers["Idempotency-Key"] = "key-" + code
@@ -142,15 +142,5 @@ func TestExecuteBootstrapsSurviveKills(t *testing.T) {
 	if retried.Load() == 0 {
 		t.Error("no request was sent again: the faults missed the load")
 	}
-	const ours = "(SELECT a.MON$ATTACHMENT_ID FROM MON$ATTACHMENTS a WHERE a.MON$USER = 'GATEWAY')"
-	var open, gap int
-	if err := admin.QueryRow("SELECT COUNT(*) FROM MON$TRANSACTIONS WHERE MON$READ_ONLY = 0 AND MON$ATTACHMENT_ID IN " + ours).Scan(&open); err != nil {
-		t.Fatal(err)
-	}
-	if err := admin.QueryRow("SELECT MON$NEXT_TRANSACTION - MON$OLDEST_ACTIVE FROM MON$DATABASE").Scan(&gap); err != nil {
-		t.Fatal(err)
-	}
-	if open != 0 || gap > 5 {
-		t.Errorf("after the load: %d read-write transactions of the gateway open, NEXT - OAT = %d (want 0 and at most 5)", open, gap)
-	}
+	fbtest.AfterLoad(t, admin)
 }

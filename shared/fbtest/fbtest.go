@@ -163,3 +163,42 @@ func KeyTable(t testing.TB, cfg erp.Connection) {
 		}
 	}
 }
+
+// OpenWrites is how many read-write transactions the gateway's user
+// (GATEWAY) has open.
+func OpenWrites(t testing.TB, admin *sql.DB) int {
+	t.Helper()
+	return scalar(t, admin, `SELECT COUNT(*) FROM MON$TRANSACTIONS tr JOIN MON$ATTACHMENTS a ON a.MON$ATTACHMENT_ID = tr.MON$ATTACHMENT_ID
+		WHERE a.MON$USER = 'GATEWAY' AND tr.MON$READ_ONLY = 0`)
+}
+
+// AfterLoad fails t unless the gateway left what a guest must after a
+// load: no read-write transaction open, and nothing pinning the oldest
+// active transaction (NEXT - OAT at most 5).
+func AfterLoad(t testing.TB, admin *sql.DB) {
+	t.Helper()
+	if n := OpenWrites(t, admin); n != 0 {
+		t.Errorf("%d read-write transactions of the gateway open after the load", n)
+	}
+	if n := scalar(t, admin, `SELECT MON$NEXT_TRANSACTION - MON$OLDEST_ACTIVE FROM MON$DATABASE`); n > 5 {
+		t.Errorf("NEXT - OAT = %d after the load, want at most 5", n)
+	}
+}
+
+func scalar(t testing.TB, db *sql.DB, query string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var n int
+	if err := db.QueryRowContext(ctx, query).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+// SetTerceros is a body of the demo catalog's Set_Terceros that creates
+// the company third party code, named name.
+func SetTerceros(code, name string) string {
+	return `{"CLAVE":"Set_Terceros","CODIGO":"` + code + `","DV":"3","NATURALEZA":"J","EMPRESA":"` + name + ` ` + code + `","RAZON_COMERCIAL":"` + name +
+		`","DIRECCION":"Calle 1","CODIDENTIDAD":"NIT","CODSOCIEDAD":"SAS","CODPAIS":"CO","CODMUNICIPIO":"05001","CODACTIVIDAD":"NA","CODZONA":"NA"}`
+}

@@ -100,14 +100,10 @@ func (s *session) block(ctx context.Context, w keyedCall) (block string, cached 
 	if err != nil {
 		return "", false, err
 	}
-	qc, ok := st.Stmt.(driver.StmtQueryContext)
-	if !ok {
-		return "", false, errors.New("firebird: statement cannot query with a context")
-	}
 	// Unquoted, as the gateway writes them into SQL: Firebird keeps such
 	// names in upper case.
 	name, readBack := strings.ToUpper(w.procedure), strings.ToUpper(w.readBack)
-	rows, err := qc.QueryContext(ctx, named([]any{name, readBack}))
+	rows, err := run(ctx, st, []any{name, readBack})
 	if err != nil {
 		return "", false, err
 	}

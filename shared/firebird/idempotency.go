@@ -287,17 +287,9 @@ type sweepPosition struct{ scope, key string }
 
 // row runs query and returns its first row, nil when there is none.
 func (s *session) row(ctx context.Context, query string, args []any) ([]driver.Value, error) {
-	st, err := s.prepare(ctx, query)
+	rows, err := s.open(ctx, query, args)
 	if err != nil {
 		return nil, err
-	}
-	qc, ok := st.Stmt.(driver.StmtQueryContext)
-	if !ok {
-		return nil, errors.New("firebird: statement cannot query with a context")
-	}
-	rows, err := qc.QueryContext(ctx, named(args))
-	if err != nil {
-		return nil, s.failed(ctx, query, err)
 	}
 	defer rows.Close()
 	vals := make([]driver.Value, len(rows.Columns()))

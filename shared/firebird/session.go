@@ -48,17 +48,9 @@ func (s *session) failed(ctx context.Context, query string, err error) error {
 // more round trip of the few a write costs (README, "Measurements"), for a
 // count nothing here reads.
 func (s *session) exec(ctx context.Context, query string, args []any) error {
-	st, err := s.prepare(ctx, query)
+	rows, err := s.open(ctx, query, args)
 	if err != nil {
 		return err
-	}
-	qc, ok := st.Stmt.(driver.StmtQueryContext)
-	if !ok {
-		return errors.New("firebird: statement cannot query with a context")
-	}
-	rows, err := qc.QueryContext(ctx, named(args))
-	if err != nil {
-		return s.failed(ctx, query, err)
 	}
 	if err := rows.Close(); err != nil {
 		return s.failed(ctx, query, err)
@@ -66,18 +58,33 @@ func (s *session) exec(ctx context.Context, query string, args []any) error {
 	return nil
 }
 
-func (s *session) query(ctx context.Context, query string, args []any, out *record.Encoder) error {
+// open prepares query (once per connection) and runs it with args.
+func (s *session) open(ctx context.Context, query string, args []any) (driver.Rows, error) {
 	st, err := s.prepare(ctx, query)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	rows, err := run(ctx, st, args)
+	if err != nil {
+		return nil, s.failed(ctx, query, err)
+	}
+	return rows, nil
+}
+
+// run runs a prepared statement with args. Every statement goes the
+// driver's query way, rows or not (session.exec says why).
+func run(ctx context.Context, st *stmt, args []any) (driver.Rows, error) {
 	qc, ok := st.Stmt.(driver.StmtQueryContext)
 	if !ok {
-		return errors.New("firebird: statement cannot query with a context")
+		return nil, errors.New("firebird: statement cannot query with a context")
 	}
-	rows, err := qc.QueryContext(ctx, named(args))
+	return qc.QueryContext(ctx, named(args))
+}
+
+func (s *session) query(ctx context.Context, query string, args []any, out *record.Encoder) error {
+	rows, err := s.open(ctx, query, args)
 	if err != nil {
-		return s.failed(ctx, query, err)
+		return err
 	}
 	if err := collect(rows, out); err != nil {
 		// Past an answer's limits the rest is not fetched: closing the

@@ -31,9 +31,8 @@ func TestKeyResolvesACommitWhoseAnswerWasLost(t *testing.T) {
 	}{{"cut after the commit was sent", true, 1}, {"cut before the commit was sent", false, 0}} {
 		t.Run(tt.name, func(t *testing.T) {
 			code := fmt.Sprintf("X%d", time.Now().UnixNano()%1e12)
-			// An identical keyed write on the warm connection: its last
-			// write is its commit.
-			// A warm connection, its statements prepared.
+			// An identical keyed write on the warm connection, its
+			// statements prepared: its last write is its commit.
 			if r := postKeyed(t, e.h, token, "warm-"+code, pago("W"+code, 1)); r.status != 200 {
 				t.Fatalf("warm-up: %+v\n%s", r, e.log.String())
 			}

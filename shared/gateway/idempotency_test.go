@@ -398,9 +398,7 @@ func TestKeyHeldByAnotherTransaction(t *testing.T) {
 // left open.
 func assertNoOpenWrites(t testing.TB, admin *sql.DB) {
 	t.Helper()
-	n := count(t, admin, `SELECT COUNT(*) FROM MON$TRANSACTIONS tr JOIN MON$ATTACHMENTS a ON a.MON$ATTACHMENT_ID = tr.MON$ATTACHMENT_ID
-		WHERE a.MON$USER = 'GATEWAY' AND tr.MON$READ_ONLY = 0`)
-	if n != 0 {
+	if n := fbtest.OpenWrites(t, admin); n != 0 {
 		t.Fatalf("%d read-write transactions of the gateway open", n)
 	}
 }
