@@ -12,11 +12,14 @@ import (
 // that sends a commit: before forwarding it (nothing committed) or after
 // (committed, its answer lost). The wire is encrypted with a stream cipher,
 // which keeps lengths: a commit is the client's write of 8 bytes (op_commit
-// and the transaction's handle), and in a write on a warm connection, with
-// no read transaction to end first, it is the only one.
+// and the transaction's handle), or of 20 when the driver sends a cursor's
+// deferred close (12 bytes) with it. In a write on a warm connection, with
+// no read transaction to end first, the begin is the first write (20 bytes
+// too) and no other write between it and the commit has either length.
 type CommitCutter struct {
 	ln    net.Listener
 	armed atomic.Bool
+	begun atomic.Bool // the armed write's begin has gone through
 	after atomic.Bool // forward the commit before cutting
 	cut   atomic.Int32
 }
@@ -84,8 +87,8 @@ func (c *CommitCutter) toServer(client, server net.Conn, mute *atomic.Bool) {
 		n, err := client.Read(buf)
 		if n > 0 {
 			chunk := buf[:n]
-			commit := n == 8
-			if commit && c.armed.CompareAndSwap(true, false) {
+			begin := c.armed.Load() && c.begun.CompareAndSwap(false, true)
+			if !begin && (n == 8 || n == 20) && c.armed.CompareAndSwap(true, false) {
 				c.cut.Add(1)
 				if c.after.Load() {
 					// The server gets the commit; its answer is lost.
@@ -112,6 +115,7 @@ func (c *CommitCutter) Port() int { return c.ln.Addr().(*net.TCPAddr).Port }
 // its answer lost) or before (nothing committed).
 func (c *CommitCutter) Arm(after bool) {
 	c.after.Store(after)
+	c.begun.Store(false)
 	c.armed.Store(true)
 }
 

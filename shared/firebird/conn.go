@@ -71,7 +71,7 @@ type conn struct {
 	read   driver.Tx // the transaction reads run in (conn.call)
 	// blocks holds each keyed procedure's block (session.block), written
 	// from the procedure's signature as read on this connection.
-	blocks map[string]string
+	blocks map[string]keyedBlock
 }
 
 // stmt is a statement prepared on a conn, reused for the conn's life.

@@ -1,6 +1,8 @@
 package firebird
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -48,8 +50,9 @@ COMMIT;
 const (
 	// claimSQL claims a key on its own: the probe's (Pools.probe).
 	claimSQL = "INSERT INTO " + KeyTable + " (SCOPE, IDEM_KEY, CLAVE, REQUEST_HASH, CREATED_AT) VALUES (?, ?, ?, ?, ?)"
-	// An answer is kept inline when it fits (a blob costs three more round
-	// trips and server work), in a blob when it does not.
+	// An answer the block does not keep is kept as JSON: inline when it
+	// fits (a blob costs three more round trips and server work), in a blob
+	// when it does not.
 	keepSQL     = "UPDATE " + KeyTable + " SET ANSWER = ? WHERE SCOPE = ? AND IDEM_KEY = ?"
 	keepLongSQL = "UPDATE " + KeyTable + " SET ANSWER_LONG = ? WHERE SCOPE = ? AND IDEM_KEY = ?"
 	inlineMax   = 8000
@@ -117,16 +120,19 @@ func keyed(err error) bool {
 // WriteOnce is Write under an idempotency key. The key is claimed (a row of
 // KeyTable) in the write's own transaction, by the statement that runs the
 // procedure and the read-back (session.keyedWrite), and the answer is kept
-// in that row before the commit: the key and the write commit together or
-// not at all. A request whose key is kept gets the kept answer (replay) and
+// in that row before the commit, by that statement when it can (kept.go),
+// by one of its own when not: the key and the write commit together or not
+// at all. A request whose key is kept gets the kept answer (replay) and
 // runs nothing; one whose key another request holds waits for that
 // request's end, and then replays or runs; still held when only the reserve
 // is left, erp.ErrKeyInProgress.
 func (p *Pools) WriteOnce(ctx context.Context, t erp.Target, procedure string, args []any, readBack string, readArgs []any, out *record.Encoder, k erp.Key) (replay []byte, err error) {
-	w := keyedCall{procedure: procedure, args: args, readBack: readBack, readArgs: readArgs}
+	w := keyedCall{procedure: procedure, args: args, readBack: readBack, readArgs: readArgs,
+		keep: strings.EqualFold(cmp.Or(t.Connection.Charset, erp.DefaultCharset), "UTF8")}
 	for attempt := 0; ; attempt++ {
 		err := p.do(ctx, t, txWrite, out, func(ctx context.Context, s *session) error {
-			if err := s.keyedWrite(ctx, w, k, out); err != nil {
+			kept, err := s.keyedWrite(ctx, w, k, out)
+			if err != nil || kept {
 				return err
 			}
 			answer, keep := k.Answer(), keepSQL
@@ -160,6 +166,11 @@ func (p *Pools) WriteOnce(ctx context.Context, t erp.Target, procedure string, a
 			return nil, fmt.Errorf("%w: taken and gone twice", erp.ErrKeyInProgress)
 		case fingerprint != k.Fingerprint:
 			return nil, erp.ErrKeyReused
+		case bytes.HasPrefix(answer, []byte(keptMark)):
+			if err := replayKept(answer, out); err != nil {
+				return nil, err
+			}
+			return k.Answer(), nil
 		}
 		return answer, nil
 	}

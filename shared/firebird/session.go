@@ -82,23 +82,31 @@ func run(ctx context.Context, st *stmt, args []any) (driver.Rows, error) {
 }
 
 func (s *session) query(ctx context.Context, query string, args []any, out *record.Encoder) error {
+	_, err := s.queryHiding(ctx, query, args, out, 0)
+	return err
+}
+
+// queryHiding is query for a statement whose last hidden columns are not
+// the answer's; it returns them, of the last row (nil without rows).
+func (s *session) queryHiding(ctx context.Context, query string, args []any, out *record.Encoder, hidden int) (last []driver.Value, err error) {
 	rows, err := s.open(ctx, query, args)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := collect(rows, out); err != nil {
+	last, err = collect(rows, out, hidden)
+	if err != nil {
 		// Past an answer's limits the rest is not fetched: closing the
 		// cursor tells the server to stop.
 		if s.conn.settle(ctx, s.fc, err) {
 			rows.Close() //nolint:errcheck // the fetch's error is the one to report
 		}
-		return s.failed(ctx, query, err)
+		return nil, s.failed(ctx, query, err)
 	}
 	// Closes the cursor and keeps the statement for the next call.
 	if err := rows.Close(); err != nil {
-		return s.failed(ctx, query, err)
+		return nil, s.failed(ctx, query, err)
 	}
-	return nil
+	return last, nil
 }
 
 func named(args []any) []driver.NamedValue {
@@ -124,29 +132,34 @@ func placeholders(n int) string {
 	return "(" + strings.Repeat("?, ", n-1) + "?)"
 }
 
-// collect encodes every row as it is fetched; a procedure's exception can
+// collect encodes every row as it is fetched, less its last hidden
+// columns, which it returns of the last row; a procedure's exception can
 // arrive with the first fetch rather than with the execute.
-func collect(rows driver.Rows, out *record.Encoder) error {
+func collect(rows driver.Rows, out *record.Encoder, hidden int) (last []driver.Value, err error) {
 	names := rows.Columns()
-	cols := make([]record.Column, len(names))
-	for i, name := range names {
+	shown := max(len(names)-hidden, 0)
+	cols := make([]record.Column, shown)
+	for i, name := range names[:shown] {
 		cols[i] = record.Column{Name: name, Kind: kindOf(rows, i)}
 	}
 	out.Columns(cols)
 	dest := make([]driver.Value, len(names))
-	row := make([]any, len(names))
+	row := make([]any, shown)
 	for {
 		if err := rows.Next(dest); err != nil {
 			if errors.Is(err, io.EOF) {
-				return nil
+				return last, nil
 			}
-			return err
+			return nil, err
 		}
-		for i, v := range dest {
+		for i, v := range dest[:shown] {
 			row[i] = v
 		}
 		if err := out.Row(row); err != nil {
-			return err
+			return nil, err
+		}
+		if hidden > 0 {
+			last = append(last[:0], dest[shown:]...)
 		}
 	}
 }

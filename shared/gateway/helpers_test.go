@@ -62,7 +62,8 @@ type env struct {
 // without a natural key (REST_TEST_PAGAR, setupKeys) and one that waits
 // for a lock (REST_TEST_ESPERAR), one
 // returning as many wide rows as asked (REST_TEST_FILAS, setupRows), a write
-// whose read-back fails and one whose read-back is too large to answer.
+// whose read-back fails and one whose read-back is too large to answer, and
+// payments read back in values of every kind (setupValores).
 func testOperations() []catalog.Operation {
 	ops := catalog.DefaultOperations()
 	var setTerceros catalog.Operation
@@ -90,7 +91,16 @@ func testOperations() []catalog.Operation {
 		catalog.Operation{Clave: "Set_Pago_Espera", Endpoint: catalog.Execute, Procedure: "REST_TEST_ESPERAR",
 			Params:   []catalog.Param{{Name: "CODIGO", MaxLen: 20, Required: true}, {Name: "VALOR", Kind: catalog.Integer, Bits: 32}},
 			ReadBack: &catalog.ReadBack{Procedure: "REST_TEST_PAGOS", Params: []string{"CODIGO"}}},
-		broken, big)
+		broken, big,
+		valores("Set_Valores", "REST_TEST_VALORES"), valores("Set_Valores_Flotantes", "REST_TEST_VALORES_F"), valores("Set_Valores_Largos", "REST_TEST_VALORES_L"))
+}
+
+// valores is a payment (REST_TEST_PAGAR) read back by procedure
+// (setupValores).
+func valores(clave, procedure string) catalog.Operation {
+	return catalog.Operation{Clave: clave, Endpoint: catalog.Execute, Procedure: "REST_TEST_PAGAR",
+		Params:   []catalog.Param{{Name: "CODIGO", MaxLen: 20, Required: true}, {Name: "VALOR", Kind: catalog.Integer, Bits: 32}},
+		ReadBack: &catalog.ReadBack{Procedure: procedure, Params: []string{"CODIGO"}}}
 }
 
 func newEnv(t testing.TB, cfg gateway.Config, instances map[string]any) *env {

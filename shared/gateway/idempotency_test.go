@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -20,7 +21,8 @@ import (
 
 // setupKeys installs the idempotency keys' table with the DDL make
 // idempotency-sql prints, and REST_TEST_PAGAR: a payment with no natural
-// key, whose read-back REST_TEST_PAGOS counts the payments of a code.
+// key, whose read-back REST_TEST_PAGOS counts the payments of a code, read
+// back as well in values of every type (setupValores).
 func setupKeys(t testing.TB, cfg erp.Connection) *sql.DB {
 	t.Helper()
 	admin := fbtest.Open(t, fbtest.Admin(t, cfg))
@@ -72,6 +74,7 @@ func setupKeys(t testing.TB, cfg erp.Connection) *sql.DB {
 			t.Fatalf("%s: %v", stmt, err)
 		}
 	}
+	setupValores(t, admin)
 	return admin
 }
 
@@ -485,6 +488,120 @@ func TestAlteredKeyedProcedure(t *testing.T) {
 			t.Fatalf("the old procedure still runs %s after ALTER PROCEDURE", maxAge)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	assertNoOpenWrites(t, admin)
+}
+
+// setupValores creates the read-backs of the Set_Valores writes: values of
+// every type the key's block keeps as text, at their edges
+// (REST_TEST_VALORES); types it leaves to a statement of their own
+// (REST_TEST_VALORES_F); an answer too long for the key's row
+// (REST_TEST_VALORES_L).
+func setupValores(t testing.TB, admin *sql.DB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, stmt := range []string{
+		`CREATE OR ALTER PROCEDURE REST_TEST_VALORES (P_CODIGO VARCHAR(20)) RETURNS (
+			CODIGO VARCHAR(20), I INTEGER, BI BIGINT, N NUMERIC(18,4), N6 NUMERIC(18,6), S SMALLINT, DC DECIMAL(9,2),
+			B BOOLEAN, DT DATE, TM TIME, TS TIMESTAMP, C CHAR(10), CU CHAR(6), V VARCHAR(60), W VARCHAR(10) CHARACTER SET WIN1252,
+			NU VARCHAR(10), E VARCHAR(10), "mixed Case" INTEGER, "it's" VARCHAR(5), VECES INTEGER)
+		AS BEGIN
+			CODIGO = P_CODIGO;
+			SELECT COUNT(*) FROM TEST_PAGOS WHERE CODIGO = :P_CODIGO INTO :VECES;
+			I = 2147483647; BI = -9223372036854775808; N = 98765432109876.5432; N6 = -0.000001; S = -32768; DC = -0.5;
+			B = TRUE; DT = DATE '2024-02-29'; TM = TIME '13:14:15.1234'; TS = TIMESTAMP '2024-02-29 13:14:15.1230';
+			C = 'ab'; CU = 'ñú'; V = 'q"b\s/' || ASCII_CHAR(1) || ASCII_CHAR(9) || ASCII_CHAR(10) || ASCII_CHAR(31) || '€' || _UTF8 x'E280A8' || '𝄞';
+			W = 'año'; NU = NULL; E = ''; "mixed Case" = 0; "it's" = 'x';
+			SUSPEND;
+			I = -1; BI = 0; N = -0.0001; N6 = 0; S = 0; DC = 0; B = FALSE; DT = DATE '0001-01-01'; TM = TIME '00:00:00';
+			TS = TIMESTAMP '9999-12-31 23:59:59.9999'; C = NULL; CU = ''; V = ' padded  '; W = NULL; E = NULL; "mixed Case" = NULL;
+			SUSPEND;
+		END`,
+		`CREATE OR ALTER PROCEDURE REST_TEST_VALORES_F (P_CODIGO VARCHAR(20)) RETURNS (
+			CODIGO VARCHAR(20), D DOUBLE PRECISION, BT BLOB SUB_TYPE TEXT, N8 NUMERIC(18,8))
+		AS BEGIN
+			CODIGO = P_CODIGO; D = 0.1; BT = 'línea'; N8 = 0.00000001;
+			SUSPEND;
+		END`,
+		`CREATE OR ALTER PROCEDURE REST_TEST_VALORES_L (P_CODIGO VARCHAR(20)) RETURNS (CODIGO VARCHAR(20), I INTEGER, TEXTO VARCHAR(1000))
+		AS BEGIN
+			CODIGO = P_CODIGO; I = 0; TEXTO = LPAD('', 1000, 'x');
+			WHILE (I < 10) DO BEGIN I = I + 1; SUSPEND; END
+		END`,
+		`GRANT SELECT ON TEST_PAGOS TO PROCEDURE REST_TEST_VALORES`,
+		`GRANT EXECUTE ON PROCEDURE REST_TEST_VALORES TO GATEWAY`,
+		`GRANT EXECUTE ON PROCEDURE REST_TEST_VALORES_F TO GATEWAY`,
+		`GRANT EXECUTE ON PROCEDURE REST_TEST_VALORES_L TO GATEWAY`,
+	} {
+		if _, err := admin.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("setting up the Set_Valores read-backs: %v", err)
+		}
+	}
+}
+
+// TestKeptAnswers: the answer a keyed write gives, and replays, is the one
+// the same write gives without a key, byte for byte, whether the block kept
+// it as values (every type it keeps, at their edges) or a statement of its
+// own kept it as JSON (types the block does not keep, an answer too long
+// for the key's row).
+func TestKeptAnswers(t *testing.T) {
+	e, token, admin := keysEnv(t, true)
+	run := time.Now().UnixNano() % 1e10
+	tests := []struct {
+		clave string
+		kept  string // how the key's row keeps the answer
+	}{
+		{"Set_Valores", "K1;"},
+		{"Set_Valores_Flotantes", "{"},
+		{"Set_Valores_Largos", "{"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.clave, func(t *testing.T) {
+			body := func(code string) string {
+				return fmt.Sprintf(`{"CLAVE":%q,"CODIGO":%q,"VALOR":1}`, tt.clave, code)
+			}
+			plainCode, keyedCode := fmt.Sprintf("P%d-%d", run, i), fmt.Sprintf("K%d-%d", run, i)
+			plain := postKeyed(t, e.h, token, "", body(plainCode))
+			if plain.status != 200 || !strings.HasPrefix(plain.body, `{"cod_error":0,"data":[{"CODIGO":`) {
+				t.Fatalf("without a key: %+v", plain)
+			}
+			key := "kept-" + keyedCode
+			first := postKeyed(t, e.h, token, key, body(keyedCode))
+			if want := strings.ReplaceAll(plain.body, plainCode, keyedCode); first.status != 200 || first.body != want {
+				t.Fatalf("under a key:\n%s\nwithout:\n%s", first.body, want)
+			}
+			again := postKeyed(t, e.h, token, key, body(keyedCode))
+			if again.status != 200 || again.body != first.body || again.replayed != "true" {
+				t.Fatalf("replayed:\n%s\nfirst:\n%s", again.body, first.body)
+			}
+			var kept []byte
+			if err := admin.QueryRow(`SELECT COALESCE(ANSWER, ANSWER_LONG) FROM GATEWAY_IDEMPOTENCY WHERE IDEM_KEY = ?`, key).Scan(&kept); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.HasPrefix(kept, []byte(tt.kept)) {
+				t.Fatalf("kept as %.40q, want it to start %q", kept, tt.kept)
+			}
+			if n := payments(t, admin, keyedCode); n != 1 {
+				t.Fatalf("%d payments, want 1", n)
+			}
+		})
+	}
+	// A connection in another character set than UTF8 reads text as the
+	// block would not write it: its answers are kept as JSON.
+	cfg := fbtest.Demo(t)
+	cfg.Charset = "WIN1252"
+	win := newEnv(t, gateway.Config{}, map[string]any{"demo": tenants.Instance{Connection: cfg, Idempotency: true}})
+	winToken := fbtest.Token(t, win.acc, "demo")
+	code := fmt.Sprintf("W%d", run)
+	first := postKeyed(t, win.h, winToken, "kept-"+code, pago(code, 1))
+	again := postKeyed(t, win.h, winToken, "kept-"+code, pago(code, 1))
+	if first.status != 200 || again.body != first.body || again.replayed != "true" {
+		t.Fatalf("WIN1252: %+v, then %+v", first, again)
+	}
+	var kept []byte
+	if err := admin.QueryRow(`SELECT COALESCE(ANSWER, ANSWER_LONG) FROM GATEWAY_IDEMPOTENCY WHERE IDEM_KEY = ?`, "kept-"+code).Scan(&kept); err != nil || kept[0] != '{' {
+		t.Fatalf("WIN1252: kept as %.40q (%v), want JSON", kept, err)
 	}
 	assertNoOpenWrites(t, admin)
 }
