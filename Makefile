@@ -33,7 +33,7 @@ token:
 token-key:
 	@go run ./infra/minttoken -new-key
 
-.PHONY: help token token-key load-neighbour run serve test bench load lint demo-db demo-reset firebird test-db build deploy local-api build-ExecuteQueryFunction build-ExecuteFunction build-ExecuteQueryHookFunction build-ExecuteHookFunction check-catalog catalog-from-db doctor openapi check idempotency-sql
+.PHONY: help token token-key load-neighbour load-slow run serve test bench load lint demo-db demo-reset firebird test-db build deploy local-api build-ExecuteQueryFunction build-ExecuteFunction build-ExecuteQueryHookFunction build-ExecuteHookFunction check-catalog catalog-from-db doctor openapi check idempotency-sql
 
 # The Lambda binaries: linux/arm64, static, no RPC shim, stripped. CATALOG=file
 # (make build, sam build) builds that catalog into both, gzipped and base64'd
@@ -141,6 +141,12 @@ load: demo-db
 load-neighbour: demo-db
 	@go build -o bin/localserver ./infra/localserver
 	@go run ./infra/load -neighbour $(or $(DURATION),30s)
+
+# 500 clients that send their headers or bodies a byte a second, beside one
+# that sends normal reads: do the slow ones cost the others anything?
+load-slow: demo-db
+	@go build -o bin/localserver ./infra/localserver
+	@go run ./infra/load -slow $(or $(SLOW),500) -slow-for $(or $(DURATION),45s)
 
 lint:
 	@gofmt -l . | (! grep .) || { echo "gofmt would change the files above"; exit 1; }

@@ -45,6 +45,9 @@ type options struct {
 	// this long, with neighbourClients per instance.
 	neighbour        time.Duration
 	neighbourClients int
+	// slow, when set, runs only the slow-clients phase for slowFor.
+	slow    int
+	slowFor time.Duration
 }
 
 func main() {
@@ -61,6 +64,8 @@ func main() {
 	flag.IntVar(&o.mixed, "mixed", 5000, "mixed requests of the hygiene phase (0 skips it)")
 	flag.DurationVar(&o.neighbour, "neighbour", 0, "run only the noisy-neighbour phase, each half this long (make load-neighbour)")
 	flag.IntVar(&o.neighbourClients, "neighbour-clients", 8, "clients per instance in the noisy-neighbour phase")
+	flag.IntVar(&o.slow, "slow", 0, "run only the slow-clients phase with this many slow connections (make load-slow)")
+	flag.DurationVar(&o.slowFor, "slow-for", 45*time.Second, "length of the slow-clients phase")
 	flag.Parse()
 
 	var err error
@@ -69,9 +74,12 @@ func main() {
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	if o.neighbour > 0 {
+	switch {
+	case o.slow > 0:
+		err = slowClients(ctx, o, o.slow, o.slowFor)
+	case o.neighbour > 0:
 		err = neighbour(ctx, o, o.neighbour, o.neighbourClients)
-	} else {
+	default:
 		err = run(ctx, o)
 	}
 	stop()

@@ -4,10 +4,13 @@
 package main
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -29,7 +32,7 @@ func main() {
 	instancesPath := flag.String("instances", "infra/instances.demo.json", "instances file: instance name -> instance document")
 	accessPath := flag.String("access", "infra/access.demo.json", "access document: the keys tokens are minted with")
 	readTimeout := flag.Duration("read-timeout", 30*time.Second, "time to read a request, body included; a body still arriving then is answered 408")
-	maxRequests := flag.Int("max-requests", 64, "requests served at once; more are refused with 429")
+	maxRequests := flag.Int("max-requests", 64, "requests at work at once (their bodies arrived); more are refused with 429")
 	flag.Parse()
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: gateway.LogLevel(os.Getenv("LOG_LEVEL"))}))
@@ -67,7 +70,7 @@ func run(addr, instancesPath, accessPath string, readTimeout time.Duration, maxR
 
 	srv := &http.Server{
 		Addr:              addr,
-		Handler:           limit(gateway.New(cfg, cat, acc, instances, pools, log), maxRequests),
+		Handler:           limit(gateway.New(cfg, cat, acc, instances, pools, log), maxRequests, cmp.Or(cfg.MaxBody, gateway.DefaultMaxBody)),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      time.Minute,
@@ -101,12 +104,19 @@ func served(catalogPath string, cat *catalog.Catalog) string {
 	return fmt.Sprintf("%s, %d operations", what, len(cat.Claves()))
 }
 
-// limit refuses requests beyond n at once with API Gateway's throttling
-// answer, so a burst cannot queue without bound behind a slow database.
-func limit(h http.Handler, n int) http.Handler {
+// limit refuses requests beyond n at work at once with API Gateway's
+// throttling answer, so a burst cannot queue without bound behind a slow
+// database. A request counts once its body has arrived: a client that sends
+// its headers or its body slowly holds a connection and a goroutine, bounded
+// by the server's read timeouts, and no slot, so slow clients cannot lock
+// everyone else out.
+func limit(h http.Handler, n int, maxBody int64) http.Handler {
 	slots := make(chan struct{}, max(n, 1))
 	busy := gateway.RefusalBody(erp.CodeThrottled, "too many requests; retry later")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = arrived(r.Body, maxBody)
+		}
 		select {
 		case slots <- struct{}{}:
 			defer func() { <-slots }()
@@ -121,3 +131,22 @@ func limit(h http.Handler, n int) http.Handler {
 		}
 	})
 }
+
+// arrived reads body to its end, or to one byte past maxBody (which tells
+// the handler it is too large), and returns a body that gives the handler
+// the same bytes and then the same error (a read timeout: 408).
+func arrived(body io.ReadCloser, maxBody int64) io.ReadCloser {
+	b, err := io.ReadAll(io.LimitReader(body, maxBody+1))
+	if err == nil {
+		err = io.EOF
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(b), failing{err}), body}
+}
+
+// failing is a reader that fails with its error.
+type failing struct{ err error }
+
+func (f failing) Read([]byte) (int, error) { return 0, f.err }
