@@ -124,7 +124,7 @@ var codes = [...]Info{
 	{CodeConfig, http.StatusServiceUnavailable, OutcomeUnavailable, ScopeInstance, "The instance's settings cannot be read right now."},
 	{CodeThrottled, http.StatusTooManyRequests, OutcomeClientError, ScopeEdge, "Throttled (API Gateway, an API key's plan, WAF, the local server's bound)."},
 	{CodeOutcomeUnknown, http.StatusServiceUnavailable, OutcomeUnavailable, ScopeWrite, "A write's commit was sent and never confirmed: it may or may not have happened."},
-	{CodePaused, http.StatusServiceUnavailable, OutcomeUnavailable, ScopeDatabase, "Calls to the instance are paused after repeated failures; see Retry-After."},
+	{CodePaused, http.StatusServiceUnavailable, OutcomeUnavailable, ScopeDatabase, "Calls to the instance are paused after it repeatedly did not answer in time; see Retry-After."},
 	{CodeInternal, http.StatusInternalServerError, OutcomeInternal, ScopeEdge, "A bug; logged."},
 	{CodeTooManyRows, http.StatusUnprocessableEntity, OutcomeClientError, ScopeDatabase, "The answer has more rows than the operation's limit."},
 	{CodeAnswerTooLarge, http.StatusUnprocessableEntity, OutcomeClientError, ScopeDatabase, "The answer is larger than a Lambda function may return."},

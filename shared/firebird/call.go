@@ -69,6 +69,14 @@ func (p *Pools) Write(ctx context.Context, t erp.Target, procedure string, args 
 	})
 }
 
+// Ping makes one round trip to the instance's database on a connection of
+// its pool (a new one when the pool's are dead): a breaker's probe.
+func (p *Pools) Ping(ctx context.Context, t erp.Target) error {
+	return p.do(ctx, t, txRead, nil, func(ctx context.Context, s *session) error {
+		return s.fc.Ping(ctx)
+	})
+}
+
 // do runs body in a transaction on one of the instance's connections. A call
 // that finds its connection dead before a commit was sent is retried once on
 // a fresh pool: nothing of it can have been committed. A call abandoned at

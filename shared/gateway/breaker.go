@@ -9,22 +9,29 @@ import (
 // BreakerConfig tunes the per-instance circuit breaker; zero values take the
 // defaults.
 type BreakerConfig struct {
-	// Failures is how many "unavailable" outcomes in a row open an
-	// instance's breaker (3).
+	// Failures is how many calls in a row that cost their time (a
+	// deadline spent, a connect that hung) open an instance's breaker (3).
+	// A fast refusal (connection refused or reset, a server still
+	// starting) costs nothing to try again, and never counts.
 	Failures int
-	// CoolDown is how long an open breaker refuses before one probe goes
-	// through (10s); each cool-down is drawn from ±25 % around it, so
-	// environments do not probe in step, and doubles while probes fail, up
-	// to 8 times the base.
+	// CoolDown is how long an open breaker refuses before a probe
+	// (500ms); each cool-down is drawn from ±25 % around it, so
+	// environments do not probe in step. It does not grow: a probe costs
+	// at most ProbeTimeout, and a database that answers again is served
+	// again within a cool-down.
 	CoolDown time.Duration
+	// ProbeTimeout bounds a probe: a round trip on a connection of the
+	// instance's pool (1s).
+	ProbeTimeout time.Duration
 	// MaxInstances bounds the failing instances tracked (10,000); a success
 	// forgets an instance.
 	MaxInstances int
 }
 
-// breakers keep, per instance, whether its database has been failing, so a
-// customer whose Firebird hangs costs each environment a few timeouts and
-// not every request it serves. Safe for concurrent use.
+// breakers keep, per instance, whether its database has been hanging, so a
+// customer whose Firebird hangs costs each environment a few deadlines and
+// not every request it serves, and never make an outage longer than the
+// database's own. Safe for concurrent use.
 type breakers struct {
 	cfg BreakerConfig
 	now func() time.Time
@@ -33,9 +40,8 @@ type breakers struct {
 }
 
 type breaker struct {
-	failures  int       // unavailable outcomes in a row
+	failures  int       // slow failures in a row
 	openUntil time.Time // refuse until then (zero: closed)
-	opens     int       // cool-downs in a row, for the back-off
 	probing   bool      // one call is testing the database
 	gen       int       // times opened; calls started before the last opening do not count
 }
@@ -43,15 +49,27 @@ type breaker struct {
 // ticket is what a call allowed through carries back to done.
 type ticket struct {
 	gen   int
-	probe bool
+	probe bool // the call must probe the database first
 }
+
+// verdict is how a call went, as the breaker sees it.
+type verdict int
+
+const (
+	answered verdict = iota // the database answered: closes the breaker
+	refused                 // failed fast: counts for nothing, except as a probe
+	hung                    // failed after costing its time
+)
 
 func newBreakers(cfg BreakerConfig) *breakers {
 	if cfg.Failures <= 0 {
 		cfg.Failures = 3
 	}
 	if cfg.CoolDown <= 0 {
-		cfg.CoolDown = 10 * time.Second
+		cfg.CoolDown = 500 * time.Millisecond
+	}
+	if cfg.ProbeTimeout <= 0 {
+		cfg.ProbeTimeout = time.Second
 	}
 	if cfg.MaxInstances <= 0 {
 		cfg.MaxInstances = 10_000
@@ -61,7 +79,7 @@ func newBreakers(cfg BreakerConfig) *breakers {
 
 // allow reports whether a call to instance may go to its database now; when
 // not, how long until it may be tried again. A call allowed must hand its
-// ticket to done.
+// ticket to done; a probe's ticket, first the probe's verdict.
 func (bs *breakers) allow(instance string) (t ticket, ok bool, retryAfter time.Duration) {
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
@@ -77,23 +95,26 @@ func (bs *breakers) allow(instance string) (t ticket, ok bool, retryAfter time.D
 		return ticket{}, false, b.openUntil.Sub(now)
 	}
 	if b.probing {
-		// One probe at a time; the others wait for its verdict.
-		return ticket{}, false, bs.cfg.CoolDown / 4
+		// One probe at a time; the others are refused until its verdict.
+		return ticket{}, false, bs.cfg.CoolDown
 	}
 	b.probing = true
 	return ticket{gen: b.gen, probe: true}, true, 0
 }
 
-// done records the outcome of a call allow let through, and reports whether
+// done records the verdict of a call allow let through, and reports whether
 // it opened the breaker.
-func (bs *breakers) done(instance string, t ticket, unavailable bool) (opened bool) {
+func (bs *breakers) done(instance string, t ticket, v verdict) (opened bool) {
 	bs.mu.Lock()
 	defer bs.mu.Unlock()
 	b := bs.m[instance]
-	if !unavailable {
+	switch {
+	case v == answered:
 		if b != nil {
 			delete(bs.m, instance) // healthy again: nothing to remember
 		}
+		return false
+	case v == refused && !t.probe:
 		return false
 	}
 	if b == nil {
@@ -116,11 +137,10 @@ func (bs *breakers) done(instance string, t ticket, unavailable bool) (opened bo
 	}
 	b.probing, b.failures = false, 0
 	b.gen++
-	b.opens = min(b.opens+1, 4)
-	cool := bs.cfg.CoolDown << (b.opens - 1)
+	cool := bs.cfg.CoolDown
 	jitter := time.Duration(rand.Int64N(int64(cool)/2+1)) - cool/4
 	b.openUntil = bs.now().Add(cool + jitter)
-	return true
+	return !t.probe
 }
 
 // evict forgets a breaker that is not open; failing that, any. bs.mu is held.

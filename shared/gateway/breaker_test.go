@@ -1,6 +1,12 @@
 package gateway_test
 
 import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,14 +19,16 @@ import (
 )
 
 // TestBreakerPausesAHangingInstanceOnly: an instance whose server accepts and
-// never answers costs a few deadlines, then is refused at once until a probe
-// finds it well again; another instance is served throughout.
+// never answers costs a few deadlines, then is refused at once (12 or more
+// of 20 sequential requests in under 100 ms) until a probe, which costs at
+// most the probe's bound, finds it well again; another instance is served
+// throughout.
 func TestBreakerPausesAHangingInstanceOnly(t *testing.T) {
-	const timeout, coolDown = 400 * time.Millisecond, 500 * time.Millisecond
+	const timeout, coolDown, probe = 400 * time.Millisecond, 500 * time.Millisecond, 200 * time.Millisecond
 	proxy := newProxy(t, "127.0.0.1:3050")
 	cfg := fbtest.Demo(t)
 	cfg.Port = proxy.port()
-	e := newEnv(t, gateway.Config{Timeout: timeout, Breaker: gateway.BreakerConfig{Failures: 3, CoolDown: coolDown}},
+	e := newEnv(t, gateway.Config{Timeout: timeout, OpenAPI: true, Breaker: gateway.BreakerConfig{Failures: 3, CoolDown: coolDown, ProbeTimeout: probe}},
 		map[string]any{"a": anonymous(cfg), "b": anonymous(fbtest.Other(t))})
 	read := `{"CLAVE":"Get_Terceros","CODIGO":"800000000"}`
 	type answer struct {
@@ -42,10 +50,16 @@ func TestBreakerPausesAHangingInstanceOnly(t *testing.T) {
 	expect("a, well", send("a"), 200, 0)
 
 	proxy.hang(true)
-	for i := range 3 {
+	fast := 0
+	for i := range 20 {
 		a := send("a")
-		expect("a, hanging", a, 503, erp.CodeUnavailable)
-		t.Logf("hanging call %d: %s", i+1, a.took.Round(time.Millisecond))
+		if a.took < 100*time.Millisecond && a.Status == 503 && a.Body.CodError != nil && *a.Body.CodError == int(erp.CodePaused) {
+			fast++
+		}
+		t.Logf("hanging, call %d: %d %s in %s", i+1, a.Status, a.Raw, a.took.Round(time.Millisecond))
+	}
+	if fast < 12 {
+		t.Fatalf("%d of 20 sequential calls to a hanging database refused in under 100 ms, want 12 or more", fast)
 	}
 	calls := e.db.calls.Load()
 	paused := send("a")
@@ -56,27 +70,163 @@ func TestBreakerPausesAHangingInstanceOnly(t *testing.T) {
 	if e.db.calls.Load() != calls {
 		t.Fatal("a paused call reached the database")
 	}
-	t.Logf("paused: refused in %s, Retry-After %s", paused.took, paused.retryAfter)
 	expect("b, while a is paused", send("b"), 200, 0)
+	// The health check and the OpenAPI document, which read the database
+	// too, are paused alike.
+	for _, p := range []string{"/a/health", "/a/openapi.json"} {
+		start := time.Now()
+		r := do(t, e.h, http.MethodGet, p, "")
+		if r.Status != 503 || *r.Body.CodError != int(erp.CodePaused) || r.Header.Get("Retry-After") == "" || time.Since(start) > 100*time.Millisecond {
+			t.Fatalf("%s while paused: %d %s in %s", p, r.Status, r.Raw, time.Since(start))
+		}
+	}
 
-	// After the cool-down one probe goes through; a call beside it is
-	// refused at once.
+	// After the cool-down one probe goes through, and costs its caller at
+	// most the probe's bound; a call beside it is refused at once.
 	time.Sleep(coolDown * 5 / 4)
 	var wg sync.WaitGroup
-	var probe answer
-	wg.Go(func() { probe = send("a") })
+	var probed answer
+	wg.Go(func() { probed = send("a") })
 	time.Sleep(50 * time.Millisecond)
 	expect("a, beside the probe", send("a"), 503, erp.CodePaused)
 	wg.Wait()
-	expect("a, the probe", probe, 503, erp.CodeUnavailable)
+	expect("a, the probe", probed, 503, erp.CodePaused)
+	if probed.took > probe+timeout/2 {
+		t.Fatalf("the probe's caller waited %s, its bound is %s", probed.took, probe)
+	}
 	expect("a, after a failed probe", send("a"), 503, erp.CodePaused)
 
-	// Well again: the next probe, after a doubled cool-down, closes it.
+	// Well again: the next probe, a cool-down later (it never grows),
+	// closes it.
 	proxy.hang(false)
-	time.Sleep(2 * coolDown * 5 / 4)
+	time.Sleep(coolDown * 5 / 4)
 	expect("a, probe after it healed", send("a"), 200, 0)
 	expect("a, closed again", send("a"), 200, 0)
 	if !strings.Contains(e.log.String(), "breaker opened") {
 		t.Fatalf("no log line for the breaker:\n%s", e.log)
 	}
+}
+
+// TestRestartsAreNotLengthened: a refused connection costs nothing to try
+// again, so a Firebird restart never opens the breaker. Under 8 reading
+// clients the first 200 comes within 1 s of Firebird listening again; after
+// an idle restart, 8 concurrent inserts all succeed.
+func TestRestartsAreNotLengthened(t *testing.T) {
+	e := demoEnv(t, gateway.Config{Timeout: 5 * time.Second})
+	read := `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`
+	type result struct {
+		at     time.Time
+		status int
+		body   string
+	}
+	var mu sync.Mutex
+	var results []result
+	stop := make(chan struct{})
+	var clients sync.WaitGroup
+	for range 8 {
+		clients.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				status, body := serve(e.h, path("demo", "executequery"), read)
+				mu.Lock()
+				results = append(results, result{time.Now(), status, body})
+				mu.Unlock()
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
+	}
+	time.Sleep(300 * time.Millisecond)
+	down, up := restartFirebird(t)
+	time.Sleep(2 * time.Second)
+	close(stop)
+	clients.Wait()
+
+	var first time.Time
+	failed := 0
+	for _, r := range results {
+		if r.at.After(down) && r.status != 200 {
+			failed++
+		}
+		if r.status == 200 && r.at.After(up) && (first.IsZero() || r.at.Before(first)) {
+			first = r.at
+		}
+	}
+	t.Logf("Firebird down %s; %d reads failed; first 200 %s after it listened again", up.Sub(down).Round(time.Millisecond), failed, first.Sub(up).Round(time.Millisecond))
+	if first.IsZero() || first.Sub(up) > time.Second {
+		t.Fatalf("the first 200 came %s after Firebird listened again, want within 1 s", first.Sub(up))
+	}
+	for _, r := range results[len(results)-8:] {
+		if r.status != 200 {
+			t.Fatalf("after the restart: %d %s", r.status, r.body)
+		}
+	}
+
+	// Idle, then restarted: 8 concurrent inserts, none lost.
+	restartFirebird(t)
+	run := time.Now().UnixNano() % 1e8
+	statuses := make([]string, 8)
+	var inserts sync.WaitGroup
+	for i := range statuses {
+		inserts.Go(func() {
+			code := fmt.Sprintf("R%d%d", run, i)
+			status, body := serve(e.h, path("demo", "execute"), setTerceros(code))
+			if status != 200 || !strings.Contains(body, `"CODIGO":"`+code+`"`) {
+				statuses[i] = fmt.Sprintf("%d %s", status, body)
+			}
+		})
+	}
+	inserts.Wait()
+	for i, s := range statuses {
+		if s != "" {
+			t.Fatalf("insert %d after an idle restart: %s", i, s)
+		}
+	}
+}
+
+// serve posts body to p and returns the status and body: safe in any
+// goroutine.
+func serve(h http.Handler, p, body string) (int, string) {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, p, strings.NewReader(body)))
+	return rec.Code, rec.Body.String()
+}
+
+// restartFirebird restarts the server and returns when it stopped
+// listening and when it listened again.
+func restartFirebird(t *testing.T) (down, up time.Time) {
+	t.Helper()
+	watched := make(chan struct{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	go func() {
+		defer close(watched)
+		for ctx.Err() == nil {
+			c, err := net.DialTimeout("tcp", "127.0.0.1:3050", 50*time.Millisecond)
+			now := time.Now()
+			switch {
+			case err != nil && down.IsZero():
+				down = now
+			case err == nil && !down.IsZero():
+				c.Close()
+				up = now
+				return
+			case err == nil:
+				c.Close()
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	out, err := exec.Command("../../infra/firebird.sh", "restart").CombinedOutput()
+	if err != nil {
+		t.Fatalf("restarting Firebird: %v\n%s", err, out)
+	}
+	<-watched
+	if up.IsZero() {
+		t.Fatal("Firebird was not seen going down and up again")
+	}
+	return down, up
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"sync"
@@ -177,7 +178,14 @@ func (h *Handler) diagnose(ctx context.Context, t erp.Target, op *catalog.Operat
 func (h *Handler) openAPI(r *http.Request, t erp.Target) outcome {
 	ctx, cancel := context.WithTimeout(r.Context(), h.cfg.Timeout)
 	defer cancel()
-	got, _, err := h.describe(ctx, t, descriptionTTL, false)
+	var got said
+	_, err := h.breaker(ctx, t, func(ctx context.Context) (err error) {
+		got, _, err = h.describe(ctx, t, descriptionTTL, false)
+		return err
+	})
+	if paused := (*pausedError)(nil); errors.As(err, &paused) {
+		return h.pausedAnswer(t, paused, "")
+	}
 	if err != nil || got.procs == nil {
 		return refusal(erp.CodeUnavailable, "the database of instance "+t.Instance+" is not reachable right now; try again later")
 	}
@@ -197,7 +205,17 @@ func (h *Handler) health(ctx context.Context, t erp.Target, keys bool) outcome {
 	if _, ok := h.db.(Describer); !ok {
 		return refusal(erp.CodeNotFound, "no health check here")
 	}
-	got, fresh, err := h.describe(ctx, t, healthReuse, keys)
+	var got said
+	var fresh bool
+	_, err := h.breaker(ctx, t, func(ctx context.Context) (err error) {
+		got, fresh, err = h.describe(ctx, t, healthReuse, keys)
+		return err
+	})
+	if paused := (*pausedError)(nil); errors.As(err, &paused) {
+		o := healthAnswer(http.StatusServiceUnavailable, erp.CodePaused, "paused", "calls to the database of instance "+t.Instance+" are paused: it did not answer in time, repeatedly", nil)
+		o.retryAfter = paused.wait
+		return o
+	}
 	if err != nil {
 		h.log.WarnContext(ctx, "health: database unavailable", "instance", t.Instance, "err", err)
 		return healthAnswer(http.StatusServiceUnavailable, erp.CodeUnavailable, "unavailable", "the database of instance "+t.Instance+" is not reachable right now", nil)

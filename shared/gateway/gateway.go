@@ -27,6 +27,9 @@ type Database interface {
 	// WriteOnce is Write kept under an idempotency key; replay is the kept
 	// answer when the key was kept before.
 	WriteOnce(ctx context.Context, t erp.Target, procedure string, args []any, readBack string, readArgs []any, out *record.Encoder, k erp.Key) (replay []byte, err error)
+	// Ping makes one round trip to the instance's database: the breaker's
+	// probe.
+	Ping(ctx context.Context, t erp.Target) error
 }
 
 // Access checks a request's credentials for an instance name before any

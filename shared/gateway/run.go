@@ -66,9 +66,7 @@ func (h *Handler) answer(ctx context.Context, t erp.Target, w *work, err error) 
 		o.retryAfter = time.Second
 		return o
 	case errors.As(err, &paused):
-		o := refusal(erp.CodePaused, fmt.Sprintf("the database of instance %s failed repeatedly; calls to it are paused for %ds%s; try again later", t.Instance, retrySeconds(paused.wait), nothingWritten))
-		o.retryAfter = paused.wait
-		return o
+		return h.pausedAnswer(t, paused, nothingWritten)
 	case errors.Is(err, record.ErrTooManyRows):
 		return refusal(erp.CodeTooManyRows, fmt.Sprintf("the answer of CLAVE %s has more than %d rows, its limit%s; ask for fewer (narrow the parameters)", call.Op.Clave, call.Op.MaxRows, nothingWritten))
 	case errors.Is(err, record.ErrTooLarge):
@@ -100,42 +98,91 @@ func (h *Handler) answer(ctx context.Context, t erp.Target, w *work, err error) 
 	}
 }
 
+// pausedAnswer is the refusal of a call the instance's breaker paused.
+// nothingWritten, when not empty, says a write did not happen.
+func (h *Handler) pausedAnswer(t erp.Target, paused *pausedError, nothingWritten string) outcome {
+	o := refusal(erp.CodePaused, fmt.Sprintf("the database of instance %s did not answer in time, repeatedly; calls to it are paused for %ds%s; try again later", t.Instance, retrySeconds(paused.wait), nothingWritten))
+	o.retryAfter = paused.wait
+	return o
+}
+
 // pausedError: the instance's breaker is open.
 type pausedError struct{ wait time.Duration }
 
 func (e *pausedError) Error() string { return "calls paused by the breaker" }
 
-// guarded runs the call unless the instance's breaker is open, and tells the
-// breaker how it went.
+// guarded runs the call under the instance's breaker.
 func (h *Handler) guarded(ctx context.Context, t erp.Target, w *work) (tripped bool, err error) {
-	ticket, ok, wait := h.breakers.allow(t.Instance)
+	return h.breaker(ctx, t, func(ctx context.Context) error {
+		err := h.call(ctx, t, w)
+		if errors.Is(err, erp.ErrCredentials) {
+			// The password may have been rotated: read the instance's
+			// settings again, bypassing the cache, and retry once if they
+			// changed.
+			if fresh, ok := h.refreshed(ctx, t); ok {
+				h.log.InfoContext(ctx, "credentials refused; retrying with refreshed settings", "instance", t.Instance)
+				t.Connection = fresh.Connection
+				err = h.call(ctx, t, w)
+			}
+		}
+		return err
+	})
+}
+
+// breaker runs call unless the instance's breaker is open (a *pausedError),
+// and tells the breaker how it went. When the breaker lets a probe through,
+// the probe (one round trip, bounded by the breaker's ProbeTimeout) goes
+// first: a database that answers it closes the breaker and the call runs;
+// one that does not keeps it open, and the call is refused without running.
+func (h *Handler) breaker(ctx context.Context, t erp.Target, call func(context.Context) error) (tripped bool, err error) {
+	tk, ok, wait := h.breakers.allow(t.Instance)
 	if !ok {
 		return false, &pausedError{wait: wait}
 	}
-	unavailable := true // a panic below counts as a failure
+	if tk.probe {
+		began := time.Now()
+		pctx, cancel := context.WithTimeout(ctx, h.breakers.cfg.ProbeTimeout)
+		err := h.db.Ping(pctx, t)
+		cancel()
+		if err != nil {
+			h.breakers.done(t.Instance, tk, h.verdict(err, time.Since(began), h.breakers.cfg.ProbeTimeout))
+			h.log.DebugContext(ctx, "breaker probe failed", "instance", t.Instance, "err", err)
+			return false, &pausedError{wait: h.breakers.cfg.CoolDown}
+		}
+		h.breakers.done(t.Instance, tk, answered)
+		tk = ticket{}
+	}
+	v := hung // a panic below counts as a failure
+	began := time.Now()
 	defer func() {
-		if tripped = h.breakers.done(t.Instance, ticket, unavailable); tripped {
+		if tripped = h.breakers.done(t.Instance, tk, v); tripped {
 			h.log.WarnContext(ctx, "breaker opened: calls to the instance paused", "instance", t.Instance)
 		}
 	}()
-	err = h.call(ctx, t, w)
-	if errors.Is(err, erp.ErrCredentials) {
-		// The password may have been rotated: read the instance's settings
-		// again, bypassing the cache, and retry once if they changed.
-		if fresh, ok := h.refreshed(ctx, t); ok {
-			h.log.InfoContext(ctx, "credentials refused; retrying with refreshed settings", "instance", t.Instance)
-			t.Connection = fresh.Connection
-			err = h.call(ctx, t, w)
-		}
-	}
-	// A database that answered "cannot run this" is up; one procedure's
-	// trouble must not pause the instance's other operations.
-	// Credentials refused are the database answering; a client that went
-	// away says nothing of the database either.
-	unavailable = (errors.Is(err, erp.ErrUnavailable) && !errors.Is(err, erp.ErrCannotRun) &&
+	err = call(ctx)
+	v = h.verdict(err, time.Since(began), h.cfg.Timeout)
+	return false, err
+}
+
+// verdict judges a call that took took, of a time bound limit. Only the
+// database failing to serve it counts against the instance: a database
+// that answered "cannot run this" is up (one procedure's trouble must not
+// pause the others), credentials refused are the database answering, and a
+// client that went away says nothing of the database. Of the failures,
+// only those that cost time (a deadline spent, half the bound or more)
+// open the breaker: a fast refusal (a server restarting) costs nothing to
+// try again, and refusing calls then would only make the outage longer.
+func (h *Handler) verdict(err error, took, limit time.Duration) verdict {
+	failed := (errors.Is(err, erp.ErrUnavailable) && !errors.Is(err, erp.ErrCannotRun) &&
 		!errors.Is(err, erp.ErrCredentials) && !errors.Is(err, context.Canceled)) ||
 		errors.Is(err, erp.ErrOutcomeUnknown)
-	return false, err
+	switch {
+	case !failed:
+		return answered
+	case errors.Is(err, context.DeadlineExceeded) || took >= limit/2:
+		return hung
+	}
+	return refused
 }
 
 func retrySeconds(d time.Duration) int { return int((d + time.Second - 1) / time.Second) }
