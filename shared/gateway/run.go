@@ -144,8 +144,13 @@ func (h *Handler) breaker(ctx context.Context, t erp.Target, call func(context.C
 		pctx, cancel := context.WithTimeout(ctx, h.breakers.cfg.ProbeTimeout)
 		err := h.db.Ping(pctx, t)
 		cancel()
-		if err != nil {
-			h.breakers.done(t.Instance, tk, h.verdict(err, time.Since(began), h.breakers.cfg.ProbeTimeout))
+		// A database that answered the probe with a refusal of its own
+		// (credentials, say) is up: the call runs and meets it.
+		if v := h.verdict(err, time.Since(began), h.breakers.cfg.ProbeTimeout); err != nil && (v != answered || ctx.Err() != nil) {
+			if v == answered { // the caller went away: no verdict, another probe soon
+				v = refused
+			}
+			h.breakers.done(t.Instance, tk, v)
 			h.log.DebugContext(ctx, "breaker probe failed", "instance", t.Instance, "err", err)
 			return false, &pausedError{wait: h.breakers.cfg.CoolDown}
 		}
