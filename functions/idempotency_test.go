@@ -1,8 +1,6 @@
 package functions_test
 
 import (
-	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -64,7 +62,7 @@ func TestExecuteBootstrapResolvesACutCommitByItsKey(t *testing.T) {
 			if first.StatusCode != 503 || !strings.Contains(first.Body, fmt.Sprintf(`"cod_error":%d`, erp.CodeOutcomeUnknown)) {
 				t.Fatalf("cut at the commit: %+v", first)
 			}
-			if n := thirdParties(t, admin, code); n != tt.committed {
+			if n := fbtest.ThirdParties(t, admin, code); n != tt.committed {
 				t.Fatalf("%d third parties after the cut, want %d", n, tt.committed)
 			}
 			var again events.APIGatewayProxyResponse
@@ -79,7 +77,7 @@ func TestExecuteBootstrapResolvesACutCommitByItsKey(t *testing.T) {
 				(tt.committed == 1) != (len(replayed) == 1 && replayed[0] == "true") {
 				t.Fatalf("sent again: %+v", again)
 			}
-			if n := thirdParties(t, admin, code); n != 1 {
+			if n := fbtest.ThirdParties(t, admin, code); n != 1 {
 				t.Fatalf("%d third parties, want exactly 1", n)
 			}
 		})
@@ -87,13 +85,4 @@ func TestExecuteBootstrapResolvesACutCommitByItsKey(t *testing.T) {
 	if cut.Cuts() != 2 {
 		t.Fatalf("%d commits cut, want 2", cut.Cuts())
 	}
-}
-
-func thirdParties(t *testing.T, admin *sql.DB, code string) int {
-	t.Helper()
-	var n int
-	if err := admin.QueryRowContext(context.Background(), `SELECT COUNT(*) FROM TERCEROS WHERE CODIGO = ?`, code).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
 }

@@ -99,26 +99,17 @@ func TestExecuteBootstrapsSurviveKills(t *testing.T) {
 		}()
 	}
 
-	killFirebird := func() {
-		if out, err := exec.Command("pkill", "-9", "-x", "firebird").CombinedOutput(); err != nil {
-			t.Errorf("kill -9 firebird: %v %s", err, out)
-		}
-	}
 	time.Sleep(700 * time.Millisecond)
-	killFirebird()
+	fbtest.KillFirebird(t)
 	time.Sleep(1500 * time.Millisecond)
 	envs[0].Process.Kill() // an execution environment, mid-invocation
 	envs[0] = start()
 	time.Sleep(1500 * time.Millisecond)
-	killFirebird()
+	fbtest.KillFirebird(t)
 	time.Sleep(2 * time.Second)
 	stop.Store(true)
 	wg.Wait()
-	for deadline := time.Now().Add(30 * time.Second); admin.Ping() != nil; time.Sleep(200 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("Firebird did not come back within 30 s")
-		}
-	}
+	fbtest.WaitForFirebird(t, admin)
 
 	failures.Range(func(code, why any) bool {
 		t.Errorf("%s: %s", code, why)
@@ -129,7 +120,7 @@ func TestExecuteBootstrapsSurviveKills(t *testing.T) {
 	}
 	for _, cs := range codes {
 		for _, code := range cs {
-			if n := thirdParties(t, admin, code); n != 1 {
+			if n := fbtest.ThirdParties(t, admin, code); n != 1 {
 				t.Errorf("%s exists %d times, want once", code, n)
 			}
 		}

@@ -2,7 +2,6 @@ package main_test
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -121,13 +120,8 @@ func TestKeyedWritesSurviveKills(t *testing.T) {
 	}
 
 	// The faults, while the clients write.
-	killFirebird := func() {
-		if out, err := exec.Command("pkill", "-9", "-x", "firebird").CombinedOutput(); err != nil {
-			t.Errorf("kill -9 firebird: %v %s", err, out)
-		}
-	}
 	time.Sleep(700 * time.Millisecond)
-	killFirebird()
+	fbtest.KillFirebird(t)
 	time.Sleep(1500 * time.Millisecond)
 	mu.Lock()
 	cmd.Process.Kill() // the gateway, mid-request
@@ -136,9 +130,9 @@ func TestKeyedWritesSurviveKills(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	launch()
 	time.Sleep(1500 * time.Millisecond)
-	killFirebird()
+	fbtest.KillFirebird(t)
 	wg.Wait()
-	waitForFirebird(t, admin)
+	fbtest.WaitForFirebird(t, admin)
 
 	failures.Range(func(code, why any) bool {
 		t.Errorf("%s: %s", code, why)
@@ -149,7 +143,7 @@ func TestKeyedWritesSurviveKills(t *testing.T) {
 	}
 	for _, cs := range codes {
 		for _, code := range cs {
-			if n := count(t, admin, `SELECT COUNT(*) FROM TERCEROS WHERE CODIGO = ?`, code); n != 1 {
+			if n := fbtest.ThirdParties(t, admin, code); n != 1 {
 				t.Errorf("%s exists %d times, want once", code, n)
 			}
 		}
@@ -175,30 +169,4 @@ func postWithKey(ctx context.Context, hc *http.Client, url, key, body string) (i
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(b), resp.Header, err
-}
-
-// waitForFirebird waits until the server fbguard restarted answers again.
-func waitForFirebird(t *testing.T, admin *sql.DB) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if admin.Ping() == nil {
-			return
-		}
-	}
-	t.Fatal("Firebird did not come back within 30 s")
-}
-
-func count(t *testing.T, db *sql.DB, query string, args ...any) int {
-	t.Helper()
-	var n int
-	for range 20 { // a pooled connection may be one the kill ended
-		if err := db.QueryRow(query, args...).Scan(&n); err == nil {
-			return n
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err := db.QueryRow(query, args...).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
 }

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -183,6 +184,42 @@ func AfterLoad(t testing.TB, admin *sql.DB) {
 	if n := scalar(t, admin, `SELECT MON$NEXT_TRANSACTION - MON$OLDEST_ACTIVE FROM MON$DATABASE`); n > 5 {
 		t.Errorf("NEXT - OAT = %d after the load, want at most 5", n)
 	}
+}
+
+// KillFirebird kills the Firebird server (kill -9); fbguard starts a new
+// one (WaitForFirebird).
+func KillFirebird(t testing.TB) {
+	t.Helper()
+	if out, err := exec.Command("pkill", "-9", "-x", "firebird").CombinedOutput(); err != nil {
+		t.Errorf("kill -9 firebird: %v %s", err, out)
+	}
+}
+
+// WaitForFirebird waits until the server fbguard restarted answers again.
+func WaitForFirebird(t testing.TB, admin *sql.DB) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if admin.Ping() == nil {
+			return
+		}
+	}
+	t.Fatal("Firebird did not come back within 30 s")
+}
+
+// ThirdParties is how many third parties of code the demo database holds.
+// A kill may have ended admin's pooled connections: it tries a few.
+func ThirdParties(t testing.TB, admin *sql.DB, code string) int {
+	t.Helper()
+	var n int
+	var err error
+	for range 20 {
+		if err = admin.QueryRow(`SELECT COUNT(*) FROM TERCEROS WHERE CODIGO = ?`, code).Scan(&n); err == nil {
+			return n
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatal(err)
+	return 0
 }
 
 func scalar(t testing.TB, db *sql.DB, query string) int {

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
@@ -439,10 +438,7 @@ func TestRecoversAfterAFirebirdRestart(t *testing.T) {
 	}
 	wg.Wait()
 
-	out, err := exec.Command("../../infra/firebird.sh", "restart").CombinedOutput()
-	if err != nil {
-		t.Fatalf("restarting Firebird: %v\n%s", err, out)
-	}
+	restartFirebird(t)
 	statuses := make(chan int, 20)
 	for range 4 {
 		wg.Go(func() {
