@@ -115,7 +115,13 @@ func limit(h http.Handler, n int, maxBody int64) http.Handler {
 	busy := gateway.RefusalBody(erp.CodeThrottled, "too many requests; retry later")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody {
-			r.Body = arrived(r.Body, maxBody)
+			var whole bool
+			if r.Body, whole = arrived(r.Body, maxBody); !whole {
+				// Refused without work (408, 413): no slot, so bodies that
+				// time out together are each told so.
+				h.ServeHTTP(w, r)
+				return
+			}
 		}
 		select {
 		case slots <- struct{}{}:
@@ -134,16 +140,18 @@ func limit(h http.Handler, n int, maxBody int64) http.Handler {
 
 // arrived reads body to its end, or to one byte past maxBody (which tells
 // the handler it is too large), and returns a body that gives the handler
-// the same bytes and then the same error (a read timeout: 408).
-func arrived(body io.ReadCloser, maxBody int64) io.ReadCloser {
+// the same bytes and then the same error (a read timeout: 408); whole is
+// false when the body failed or is too large.
+func arrived(body io.ReadCloser, maxBody int64) (_ io.ReadCloser, whole bool) {
 	b, err := io.ReadAll(io.LimitReader(body, maxBody+1))
+	whole = err == nil && int64(len(b)) <= maxBody
 	if err == nil {
 		err = io.EOF
 	}
 	return struct {
 		io.Reader
 		io.Closer
-	}{io.MultiReader(bytes.NewReader(b), failing{err}), body}
+	}{io.MultiReader(bytes.NewReader(b), failing{err}), body}, whole
 }
 
 // failing is a reader that fails with its error.
