@@ -20,14 +20,17 @@ export FB_TEST_PASSWORD ?= gateway-demo
 .DEFAULT_GOAL := help
 help:
 	@echo "make run | make test | make serve ADDR=host:port INSTANCES=file ACCESS=file | make bench | make lint"
-	@echo "make load | make build [CATALOG=file] | make deploy | make local-api | make token INSTANCE=name | make token-key | make demo-reset   (README.md)"
+	@echo "make load | make build [CATALOG=file] | make deploy | make local-api | make token INSTANCE=name [READ_ONLY=1] [CLAVES=a,b] [EXPIRES=YYYY-MM-DD] | make token-key | make demo-reset   (README.md)"
 	@echo "make openapi | make check | make doctor | make catalog-from-db | make idempotency-sql [USER=GATEWAY]   (README.md, \"The catalog\")"
 
 # Mint a bearer token for INSTANCE with the access document: a file (ACCESS,
 # the demo's by default) or, with ACCESS_SECRET=id, the deployed secret.
-# KEY=id mints with another key than the document's mint_key.
+# KEY=id mints with another key than the document's mint_key. READ_ONLY=1,
+# CLAVES=a,b (checked against CATALOG=file, else the built-in catalog) and
+# EXPIRES=YYYY-MM-DD limit the token (README, "Tokens").
 token:
-	@go run ./infra/minttoken -instance '$(INSTANCE)' $(if $(ACCESS_SECRET),-access-secret '$(ACCESS_SECRET)',-access '$(or $(ACCESS),$(DEMO_ACCESS))') $(if $(KEY),-key '$(KEY)')
+	@go run ./infra/minttoken -instance '$(INSTANCE)' $(if $(ACCESS_SECRET),-access-secret '$(ACCESS_SECRET)',-access '$(or $(ACCESS),$(DEMO_ACCESS))') $(if $(KEY),-key '$(KEY)') \
+		$(if $(READ_ONLY),-read-only) $(if $(CLAVES),-claves '$(CLAVES)') $(if $(EXPIRES),-expires '$(EXPIRES)') $(if $(CATALOG),-catalog '$(CATALOG)')
 
 # A new random key for the access document (rotation, README "Tokens").
 token-key:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/erp-gateway/gateway/shared/access"
 	"github.com/erp-gateway/gateway/shared/awstest"
+	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
@@ -68,9 +69,15 @@ func TestStrangersUnderTheRuntimeAPI(t *testing.T) {
 
 	foreign, _ := fbtest.Access(t)
 	randomName := func() string { return fmt.Sprintf("x%016x", rand.Uint64()) }
-	for range 2000 {
+	// Half the tokens carry limits, so their MAC covers more bytes.
+	limited := erp.Limits{ReadOnly: true, Claves: []string{"Get_Terceros"}, Expires: time.Now().Add(time.Hour)}
+	for i := range 2000 {
 		name := randomName()
-		if resp, _ := send(name, fbtest.Token(t, foreign, name)); resp.StatusCode != 401 {
+		token := fbtest.Token(t, foreign, name)
+		if i%2 == 1 {
+			token, _, _ = foreign.Mint(name, "", limited)
+		}
+		if resp, _ := send(name, token); resp.StatusCode != 401 {
 			t.Fatalf("%s: %d %s", name, resp.StatusCode, resp.Body)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -85,7 +86,9 @@ func newHook(ctx context.Context, getenv func(string) string, awsCfg aws.Config,
 		if err != nil {
 			return "", err
 		}
-		tok, _, err := doc.Mint(instance, "")
+		// Least privilege: the probes only read (execute's is refused
+		// before any database work), and the token dies with the hook.
+		tok, _, err := doc.Mint(instance, "", erp.Limits{ReadOnly: true, Expires: time.Now().Add(time.Hour)})
 		return tok, err
 	}
 	return pretraffic.New(pretraffic.Config{Endpoint: endpoint, Target: target, Instance: instance, Class: cmp.Or(cfg.Class, gateway.DefaultClass)},

@@ -62,9 +62,11 @@ func TestFromDBDraftsTheDemoProcedures(t *testing.T) {
 		t.Errorf("no note on the write without a read-back: %s", notes.String())
 	}
 	// Every entry but the write without a read-back is a valid catalog entry.
+	// (REST_TEST_ procedures are other packages' fixtures, made in the same
+	// database while this test runs.)
 	var ops []json.RawMessage
 	for _, op := range doc.Operations {
-		if op["clave"] != "Set_Precio" {
+		if proc, _ := op["procedure"].(string); op["clave"] != "Set_Precio" && !strings.HasPrefix(proc, "REST_TEST_") {
 			b, _ := json.Marshal(op)
 			ops = append(ops, b)
 		}

@@ -75,8 +75,8 @@ func neighbour(ctx context.Context, o options, d time.Duration, clients int) err
 	}
 	defer srv.stop()
 
-	tokenA, _, _ := doc.Mint("a", "")
-	tokenB, _, _ := doc.Mint("b", "")
+	tokenA, _, _ := doc.Mint("a", "", erp.Limits{})
+	tokenB, _, _ := doc.Mint("b", "", erp.Limits{})
 	fmt.Printf("\nNoisy neighbour: instance a accepts connections and never answers (database deadline %s), instance b is the demo database; %d clients each, %s per phase.\n", neighbourTimeout, clients, d)
 
 	alone, err := neighbourPhase(ctx, baseURL(srv.addr, "b"), tokenB, "", "", clients, d, false)

@@ -57,7 +57,7 @@ func run(addr, instancesPath, accessPath string, readTimeout time.Duration, maxR
 		return err
 	}
 	load := func(context.Context) ([]byte, error) { return os.ReadFile(accessPath) }
-	acc, err := access.Start(context.Background(), load, 0, log)
+	acc, err := access.Start(context.Background(), load, access.Options{}, log)
 	if err != nil {
 		return fmt.Errorf("%s: %w", accessPath, err)
 	}

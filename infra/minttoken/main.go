@@ -10,11 +10,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/erp-gateway/gateway/shared/access"
+	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
@@ -33,6 +37,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	secret := fs.String("access-secret", "", "Secrets Manager id of the access document (AWS)")
 	keyID := fs.String("key", "", "key id to mint with (default: the document's mint_key)")
 	newKey := fs.Bool("new-key", false, "print a new random key for the access document instead")
+	readOnly := fs.Bool("read-only", false, "the token may only read (executequery)")
+	claves := fs.String("claves", "", "comma-separated CLAVEs: the only operations the token may run")
+	expires := fs.String("expires", "", "last day the token works (YYYY-MM-DD, through 23:59:59 UTC), or an RFC 3339 instant")
+	catalogFile := fs.String("catalog", "", "catalog the CLAVEs are checked against (default: the built-in one)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -47,6 +55,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if !erp.ValidInstanceName(*instance) {
 		return errors.New("-instance: want the instance name (1 to 64 letters, digits, _ or -)")
 	}
+	limits, err := parseLimits(*readOnly, *claves, *expires, *catalogFile, time.Now())
+	if err != nil {
+		return err
+	}
 	data, err := load(ctx, *file, *secret)
 	if err != nil {
 		return err
@@ -55,13 +67,70 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	token, id, err := doc.Mint(*instance, *keyID)
+	token, id, err := doc.Mint(*instance, *keyID, limits)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "token for instance %s (give it to the integrator; it is stored nowhere):\n%s\n", *instance, token)
 	fmt.Fprintf(out, "token id (to revoke it, add it to the instance document's \"revoked_tokens\"): %s\n", id)
+	fmt.Fprintf(out, "it may run: %s\n", describe(limits))
 	return nil
+}
+
+// parseLimits reads the flags that narrow a token. CLAVEs are checked
+// against the catalog: a misspelt one would mint a token that opens nothing.
+func parseLimits(readOnly bool, claves, expires, catalogFile string, now time.Time) (erp.Limits, error) {
+	l := erp.Limits{ReadOnly: readOnly}
+	if expires != "" {
+		if day, err := time.Parse(time.DateOnly, expires); err == nil {
+			l.Expires = day.AddDate(0, 0, 1)
+		} else if at, err := time.Parse(time.RFC3339, expires); err == nil {
+			l.Expires = at.UTC()
+		} else {
+			return l, fmt.Errorf("-expires %q: want YYYY-MM-DD or an RFC 3339 instant", expires)
+		}
+		if !l.Expires.After(now) {
+			return l, fmt.Errorf("-expires %q is in the past", expires)
+		}
+	}
+	if claves == "" {
+		return l, nil
+	}
+	cat := catalog.Default()
+	if catalogFile != "" {
+		var err error
+		if cat, err = catalog.LoadFile(catalogFile); err != nil {
+			return l, err
+		}
+	}
+	for _, c := range strings.Split(claves, ",") {
+		c = strings.TrimSpace(c)
+		op, ok := cat.Lookup(c)
+		switch {
+		case !ok:
+			return l, fmt.Errorf("-claves: %q is not an operation of the catalog (give the deployment's with CATALOG=file)", c)
+		case readOnly && op.Endpoint == catalog.Execute:
+			return l, fmt.Errorf("-claves: %s is a write, and the token is read-only", c)
+		}
+		if !slices.Contains(l.Claves, c) {
+			l.Claves = append(l.Claves, c)
+		}
+	}
+	return l, nil
+}
+
+func describe(l erp.Limits) string {
+	what := "every operation"
+	switch {
+	case len(l.Claves) > 0:
+		what = strings.Join(l.Claves, ", ")
+	case l.ReadOnly:
+		what = "reads only"
+	}
+	if l.Expires.IsZero() {
+		return what + ", with no expiry"
+	}
+	return what + ", until " + l.Expires.Format(time.RFC3339) + " (UTC)"
 }
 
 func load(ctx context.Context, file, secret string) ([]byte, error) {

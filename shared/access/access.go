@@ -23,15 +23,20 @@ import (
 	"github.com/erp-gateway/gateway/shared/erp"
 )
 
-// Token layout: erpgw_<key id>_<token id>_<mac>. The token id is 128 random
-// bits in lower-case hex, the MAC 256 bits in base64url (which may hold "_",
-// so it comes last and the split stops before it).
+// Token layouts: erpgw_<key id>_<token id>_<mac>, and with limits
+// erpgw_<key id>_<token id>.<limits>_<mac>. The token id is 128 random bits
+// in lower-case hex, the limits JSON in base64url, the MAC 256 bits in
+// base64url (which may hold "_", so it comes last, at a fixed length).
 const (
 	prefix  = "erpgw_"
 	idBytes = 16
 	macLen  = 43 // base64url of 32 bytes, unpadded
-	// domain separates these MACs from any other use of a key.
-	domain = "erpgw token v1\n"
+	// domain and domainLimited separate these MACs from any other use of a
+	// key.
+	domain        = "erpgw token v1\n"
+	domainLimited = "erpgw token v2\n"
+	// MaxTokenLength bounds what a token's check reads.
+	MaxTokenLength = 2048
 	// MinKeyBytes is the shortest key accepted: HMAC-SHA256's own size.
 	MinKeyBytes = 32
 )
@@ -134,8 +139,10 @@ func (d *Document) KeyIDs() []string {
 }
 
 // Mint makes a token for instance with key keyID (the document's mint_key
-// when empty) and returns it with its id, the handle that revokes it.
-func (d *Document) Mint(instance, keyID string) (token, id string, err error) {
+// when empty), narrowed by limits, and returns it with its id, the handle
+// that revokes it. A token without limits has the first layout, which
+// gateways before limits also accept.
+func (d *Document) Mint(instance, keyID string, limits erp.Limits) (token, id string, err error) {
 	if keyID == "" {
 		keyID = d.mintKey
 	}
@@ -143,44 +150,98 @@ func (d *Document) Mint(instance, keyID string) (token, id string, err error) {
 	if !ok {
 		return "", "", fmt.Errorf("no key %q in the access document (it has %s; set mint_key)", keyID, strings.Join(d.KeyIDs(), ", "))
 	}
+	if err := checkLimits(limits); err != nil {
+		return "", "", err
+	}
 	b := make([]byte, idBytes)
 	if _, err := rand.Read(b); err != nil {
 		return "", "", fmt.Errorf("minting a token: %w", err)
 	}
 	id = hex.EncodeToString(b)
-	return prefix + keyID + "_" + id + "_" + base64.RawURLEncoding.EncodeToString(mac(key, instance, id)), id, nil
+	if !limits.Narrowed() {
+		return prefix + keyID + "_" + id + "_" + base64.RawURLEncoding.EncodeToString(mac(key, instance, id, "")), id, nil
+	}
+	limits.Expires = limits.Expires.UTC()
+	data, err := json.Marshal(limits)
+	if err != nil {
+		return "", "", fmt.Errorf("minting a token: %w", err)
+	}
+	scope := base64.RawURLEncoding.EncodeToString(data)
+	if len(prefix+keyID+id+scope)+3+macLen > MaxTokenLength {
+		return "", "", fmt.Errorf("the limits make the token longer than %d characters: name fewer CLAVEs", MaxTokenLength)
+	}
+	return prefix + keyID + "_" + id + "." + scope + "_" + base64.RawURLEncoding.EncodeToString(mac(key, instance, id, scope)), id, nil
 }
 
-func mac(key []byte, instance, id string) []byte {
+func checkLimits(l erp.Limits) error {
+	for _, c := range l.Claves {
+		if c == "" || strings.ContainsAny(c, ", ") {
+			return fmt.Errorf("CLAVE %q: want a name without commas or spaces", c)
+		}
+	}
+	return nil
+}
+
+// mac is the token's proof. A token with limits (scope, as the token spells
+// it) has its own domain, so no MAC of one layout is valid in the other.
+func mac(key []byte, instance, id, scope string) []byte {
 	m := hmac.New(sha256.New, key)
-	m.Write([]byte(domain))
+	if scope == "" {
+		m.Write([]byte(domain))
+	} else {
+		m.Write([]byte(domainLimited))
+	}
 	m.Write([]byte(instance))
 	m.Write([]byte{'\n'})
 	m.Write([]byte(id))
+	if scope != "" {
+		m.Write([]byte{'\n'})
+		m.Write([]byte(scope))
+	}
 	return m.Sum(nil)
 }
 
 // Verify reports whether token was minted for instance by one of the
-// document's keys, and returns its id. Its cost does not depend on the
-// instance, and hardly on the token.
-func (d *Document) Verify(instance, token string) (id string, ok bool) {
+// document's keys, and returns its id and limits. Its cost does not depend
+// on the instance, and hardly on the token; the limits are decoded only
+// once the MAC holds, so a stranger's bytes are never parsed.
+func (d *Document) Verify(instance, token string) (erp.Grant, bool) {
 	rest, hasPrefix := strings.CutPrefix(token, prefix)
-	parts := strings.SplitN(rest, "_", 3)
-	if !hasPrefix || len(parts) != 3 || !erp.ValidTokenID(parts[1]) || len(parts[2]) != macLen {
-		return "", false
+	n := len(rest) - macLen - 1
+	if !hasPrefix || len(token) > MaxTokenLength || n < 0 || rest[n] != '_' {
+		return erp.Grant{}, false
 	}
-	key, known := d.keys[parts[0]]
+	keyID, idScope, _ := strings.Cut(rest[:n], "_")
+	id, scope, limited := strings.Cut(idScope, ".")
+	if !erp.ValidTokenID(id) || (limited && scope == "") {
+		return erp.Grant{}, false
+	}
+	key, known := d.keys[keyID]
 	if !known {
 		key = d.spare
 	}
 	// Strict: the MAC's two spare bits must be zero, so a token has one
 	// spelling.
-	got, err := base64.RawURLEncoding.Strict().DecodeString(parts[2])
-	want := mac(key, instance, parts[1])
+	got, err := base64.RawURLEncoding.Strict().DecodeString(rest[n+1:])
+	want := mac(key, instance, id, scope)
 	if err != nil || !hmac.Equal(got, want) || !known {
-		return "", false
+		return erp.Grant{}, false
 	}
-	return parts[1], true
+	g := erp.Grant{TokenID: id}
+	if limited {
+		// Limits this gateway does not know refuse the token: a
+		// restriction must never be ignored.
+		data, err := base64.RawURLEncoding.Strict().DecodeString(scope)
+		if err != nil {
+			return erp.Grant{}, false
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if dec.Decode(&g.Limits) != nil || checkLimits(g.Limits) != nil {
+			return erp.Grant{}, false
+		}
+	}
+	return g, true
 }
 
 // Anonymous reports whether instance lets requests in without a token.

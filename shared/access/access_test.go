@@ -2,14 +2,19 @@ package access
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/erp-gateway/gateway/shared/erp"
 )
 
 func document(t *testing.T, keys map[string]string, extra string) []byte {
@@ -51,15 +56,15 @@ func TestVerify(t *testing.T) {
 	d := parse(t, document(t, map[string]string{"a": keyA, "b": keyB}, `,"mint_key":"a"`))
 	other := parse(t, document(t, map[string]string{"a": newKey(t)}, ""))
 
-	token, id, err := d.Mint("acme", "")
+	token, id, err := d.Mint("acme", "", erp.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokenB, idB, err := d.Mint("acme", "b")
+	tokenB, idB, err := d.Mint("acme", "b", erp.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	foreign, _, _ := other.Mint("acme", "")
+	foreign, _, _ := other.Mint("acme", "", erp.Limits{})
 	flip := []byte(token)
 	flip[len(flip)-2] ^= 1
 	rest := strings.TrimPrefix(token, "erpgw_a_")
@@ -85,9 +90,9 @@ func TestVerify(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			gotID, ok := d.Verify(tt.instance, tt.token)
-			if ok != (tt.wantID != "") || gotID != tt.wantID {
-				t.Fatalf("Verify = %q, %v; want %q", gotID, ok, tt.wantID)
+			g, ok := d.Verify(tt.instance, tt.token)
+			if ok != (tt.wantID != "") || g.TokenID != tt.wantID || g.Narrowed() {
+				t.Fatalf("Verify = %+v, %v; want %q", g, ok, tt.wantID)
 			}
 		})
 	}
@@ -122,7 +127,7 @@ func TestParse(t *testing.T) {
 		})
 	}
 	d := parse(t, []byte(`{"keys":{"a":"`+key+`","b":"`+newKey(t)+`"}}`))
-	if _, _, err := d.Mint("x", ""); err == nil {
+	if _, _, err := d.Mint("x", "", erp.Limits{}); err == nil {
 		t.Fatal("minted without a mint_key among two keys")
 	}
 }
@@ -130,7 +135,8 @@ func TestParse(t *testing.T) {
 func TestAuthorize(t *testing.T) {
 	d := parse(t, document(t, map[string]string{"k": newKey(t)}, `,"anonymous":["open"]`))
 	c := Static(d)
-	token, id, _ := d.Mint("acme", "")
+	token, id, _ := d.Mint("acme", "", erp.Limits{})
+	expired, expiredID, _ := d.Mint("acme", "", erp.Limits{ReadOnly: true, Expires: time.Now().Add(-time.Second)})
 	tests := []struct {
 		name, instance string
 		header         []string
@@ -149,12 +155,118 @@ func TestAuthorize(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			gotID, ok := c.Authorize(tt.instance, tt.header)
-			if ok != tt.ok || (ok && tt.instance == "acme" && gotID != id) {
-				t.Fatalf("Authorize = %q, %v", gotID, ok)
+			g, refused := c.Authorize(context.Background(), tt.instance, tt.header)
+			if (refused == nil) != tt.ok || (tt.ok && tt.instance == "acme" && g.TokenID != id) {
+				t.Fatalf("Authorize = %+v, %v", g, refused)
+			}
+			if refused != nil && *refused != *erp.Unauthorized() {
+				t.Fatalf("refused with %v, want the one 401", refused)
 			}
 		})
 	}
+	g, refused := c.Authorize(context.Background(), "acme", []string{"Bearer " + expired})
+	if refused == nil || refused.Code != erp.CodeTokenExpired || !strings.Contains(refused.Message, "expired at") || g.TokenID != expiredID {
+		t.Fatalf("an expired token: %+v, %v", g, refused)
+	}
+}
+
+// TestLimitedTokens: limits travel inside the MAC; changing them, or
+// moving a MAC between layouts, opens nothing, and limits this gateway does
+// not know refuse the token.
+func TestLimitedTokens(t *testing.T) {
+	key := newKey(t)
+	d := parse(t, document(t, map[string]string{"k": key}, ""))
+	at := time.Date(2027, 7, 1, 0, 0, 0, 0, time.UTC)
+	limits := erp.Limits{ReadOnly: true, Claves: []string{"Get_Inventario_Precio", "Get_Terceros"}, Expires: at}
+	token, id, err := d.Mint("acme", "", limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^erpgw_k_[0-9a-f]{32}\.[A-Za-z0-9_-]+_[A-Za-z0-9_-]{43}$`).MatchString(token) {
+		t.Fatalf("token layout: %s", token)
+	}
+	g, ok := d.Verify("acme", token)
+	if !ok || g.TokenID != id || !g.ReadOnly || !slices.Equal(g.Claves, limits.Claves) || !g.Expires.Equal(at) {
+		t.Fatalf("Verify = %+v, %v", g, ok)
+	}
+
+	rawKey, _ := base64.StdEncoding.DecodeString(key)
+	n := len(token) - macLen - 1
+	head, tail := token[:n], token[n:]
+	idScope := strings.TrimPrefix(head, "erpgw_k_")
+	scope := idScope[len(id)+1:]
+	// resign makes a token with scope text the key really signed, as a
+	// minter of another gateway version would.
+	resign := func(scopeJSON string) string {
+		s := base64.RawURLEncoding.EncodeToString([]byte(scopeJSON))
+		return "erpgw_k_" + id + "." + s + "_" + base64.RawURLEncoding.EncodeToString(mac(rawKey, "acme", id, s))
+	}
+	wider := base64.RawURLEncoding.EncodeToString([]byte(`{"read_only":false}`))
+	v1mac := base64.RawURLEncoding.EncodeToString(mac(rawKey, "acme", id, ""))
+	tests := []struct {
+		name, token string
+		ok          bool
+	}{
+		{"as minted", token, true},
+		{"limits widened", "erpgw_k_" + id + "." + wider + tail, false},
+		{"limits dropped", "erpgw_k_" + id + tail, false},
+		{"an empty scope", "erpgw_k_" + id + "." + tail, false},
+		{"the unlimited MAC with limits", "erpgw_k_" + id + "." + scope + "_" + v1mac, false},
+		{"signed limits", resign(`{"read_only":true}`), true},
+		{"a limit this gateway does not know", resign(`{"read_only":true,"ip":"10.0.0.0/8"}`), false},
+		{"limits that are not JSON", resign(`read_only`), false},
+		{"a CLAVE list with a comma", resign(`{"claves":["a,b"]}`), false},
+		{"too long", "erpgw_k_" + id + "." + strings.Repeat("A", MaxTokenLength) + tail, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, ok := d.Verify("acme", tt.token); ok != tt.ok {
+				t.Fatalf("Verify = %v, want %v", ok, tt.ok)
+			}
+		})
+	}
+	if _, ok := d.Verify("acme2", token); ok {
+		t.Fatal("a limited token opened another instance")
+	}
+	if _, _, err := d.Mint("acme", "", erp.Limits{Claves: []string{strings.Repeat("C", 63)}}); err != nil {
+		t.Fatal(err)
+	}
+	many := make([]string, 40)
+	for i := range many {
+		many[i] = fmt.Sprintf("%s%02d", strings.Repeat("C", 61), i)
+	}
+	if _, _, err := d.Mint("acme", "", erp.Limits{Claves: many}); err == nil || !strings.Contains(err.Error(), "longer than") {
+		t.Fatalf("40 long CLAVEs: %v", err)
+	}
+}
+
+// clock is a test's time, moved by the test.
+type clock struct{ at atomic.Int64 }
+
+func (c *clock) now() time.Time       { return time.Unix(0, c.at.Load()) }
+func (c *clock) move(d time.Duration) { c.at.Add(int64(d)) }
+func newClock() *clock {
+	c := &clock{}
+	c.at.Store(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC).UnixNano())
+	return c
+}
+
+// source is an access document that a test changes, breaks or silences,
+// counting reads.
+type source struct {
+	doc   atomic.Pointer[[]byte]
+	fail  atomic.Bool
+	reads atomic.Int64
+}
+
+func (s *source) set(b []byte) { s.doc.Store(&b) }
+
+func (s *source) load(context.Context) ([]byte, error) {
+	s.reads.Add(1)
+	if s.fail.Load() {
+		return nil, errors.New("secret unreadable")
+	}
+	return *s.doc.Load(), nil
 }
 
 // TestCurrentRereads: a key added to the document reaches a running
@@ -162,54 +274,183 @@ func TestAuthorize(t *testing.T) {
 // document in force.
 func TestCurrentRereads(t *testing.T) {
 	old, added := newKey(t), newKey(t)
-	var doc atomic.Pointer[[]byte]
-	var loads atomic.Int64
-	set := func(b []byte) { doc.Store(&b) }
-	set(document(t, map[string]string{"old": old}, ""))
-	load := func(context.Context) ([]byte, error) {
-		loads.Add(1)
-		b := doc.Load()
-		if b == nil {
-			return nil, errors.New("secret unreadable")
-		}
-		return *b, nil
-	}
-	c, err := Start(context.Background(), load, 50*time.Millisecond, slog.New(slog.DiscardHandler))
+	var src source
+	src.set(document(t, map[string]string{"old": old}, ""))
+	c, err := Start(context.Background(), src.load, Options{Every: 50 * time.Millisecond}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	next := parse(t, document(t, map[string]string{"old": old, "new": added}, `,"mint_key":"new"`))
-	token, _, _ := next.Mint("acme", "")
-	set(document(t, map[string]string{"old": old, "new": added}, ""))
-	for range 100 {
-		c.Authorize("acme", []string{"Bearer " + token})
+	token, _, _ := next.Mint("acme", "", erp.Limits{})
+	src.set(document(t, map[string]string{"old": old, "new": added}, ""))
+	authorize := func() *erp.Error {
+		_, refused := c.Authorize(context.Background(), "acme", []string{"Bearer " + token})
+		return refused
 	}
-	if n := loads.Load(); n != 1 {
+	for range 100 {
+		authorize()
+	}
+	if n := src.reads.Load(); n != 1 {
 		t.Fatalf("%d loads before the interval", n)
 	}
 	time.Sleep(60 * time.Millisecond)
 	deadline := time.Now().Add(2 * time.Second)
-	for {
-		if _, ok := c.Authorize("acme", []string{"Bearer " + token}); ok {
-			break
-		}
+	for authorize() != nil {
 		if time.Now().After(deadline) {
 			t.Fatal("the added key never took effect")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if n := loads.Load(); n != 2 {
+	if n := src.reads.Load(); n != 2 {
 		t.Fatalf("%d loads, want 2", n)
 	}
-	doc.Store(nil)
+	src.fail.Store(true)
 	time.Sleep(60 * time.Millisecond)
-	c.Document()
+	c.Document(context.Background())
 	time.Sleep(20 * time.Millisecond)
-	if _, ok := c.Authorize("acme", []string{"Bearer " + token}); !ok {
-		t.Fatal("a failed re-read dropped the document in force")
+	if refused := authorize(); refused != nil {
+		t.Fatalf("a failed re-read dropped the document in force: %v", refused)
 	}
-	if _, err := Start(context.Background(), load, time.Minute, slog.New(slog.DiscardHandler)); err == nil {
-		t.Fatal("started without a document")
+}
+
+// TestKeyRemovalHasABound: an environment that cannot read the document
+// refuses every token once its last good read is older than MaxAge, waits
+// for at most one read per Retry while it does, and serves again at the
+// first good read. A malformed document refuses at once, in a running
+// environment as in a new one.
+func TestKeyRemovalHasABound(t *testing.T) {
+	key := newKey(t)
+	good := document(t, map[string]string{"k": key}, "")
+	token, _, _ := parse(t, good).Mint("acme", "", erp.Limits{})
+	clk := newClock()
+	o := Options{Every: 5 * time.Minute, MaxAge: time.Hour, Retry: 5 * time.Second, Now: clk.now}
+	var src source
+	src.set(good)
+	c, err := Start(context.Background(), src.load, o, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := func() erp.Code {
+		_, refused := c.Authorize(context.Background(), "acme", []string{"Bearer " + token})
+		if refused == nil {
+			return 0
+		}
+		if refused.Code == erp.CodeAccessStale && refused.RetryAfter != o.Retry {
+			t.Fatalf("Retry-After %s", refused.RetryAfter)
+		}
+		return refused.Code
+	}
+	// settle lets a background read finish.
+	settle := func() {
+		for c.inFlight() != nil {
+			time.Sleep(time.Millisecond)
+		}
+	}
+
+	src.fail.Store(true)
+	for clk.now().Sub(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)) < time.Hour {
+		if got := code(); got != 0 {
+			t.Fatalf("refused %d at %s, within the bound", got, clk.now())
+		}
+		settle()
+		clk.move(time.Minute)
+	}
+	if n := src.reads.Load(); n < 10 || n > 13 {
+		t.Fatalf("%d reads in an hour, want one per 5 minutes", n)
+	}
+	clk.move(time.Second)
+	if got := code(); got != erp.CodeAccessStale {
+		t.Fatalf("past the bound: %d", got)
+	}
+	reads := src.reads.Load()
+	for range 1000 {
+		if got := code(); got != erp.CodeAccessStale {
+			t.Fatalf("past the bound: %d", got)
+		}
+	}
+	if n := src.reads.Load() - reads; n != 0 {
+		t.Fatalf("1,000 refused requests within Retry made %d reads", n)
+	}
+	clk.move(o.Retry)
+	src.fail.Store(false)
+	if got := code(); got != 0 {
+		t.Fatalf("after a good read: %d", got)
+	}
+
+	// Malformed: refused at once, not at the bound.
+	src.set([]byte(`{"keys":{}}`))
+	clk.move(o.Every + time.Second)
+	code()
+	settle()
+	if got := code(); got != erp.CodeAccessStale {
+		t.Fatalf("a malformed document in a running environment: %d", got)
+	}
+	fresh, err := Start(context.Background(), src.load, o, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("a new environment with a malformed document: %v", err)
+	}
+	if _, refused := fresh.Authorize(context.Background(), "acme", []string{"Bearer " + token}); refused == nil || refused.Code != erp.CodeAccessStale {
+		t.Fatalf("a malformed document in a new environment: %v", refused)
+	}
+	src.set(good)
+	clk.move(o.Retry)
+	for _, cur := range []*Current{c, fresh} {
+		if _, refused := cur.Authorize(context.Background(), "acme", []string{"Bearer " + token}); refused != nil {
+			t.Fatalf("the mended document: %v", refused)
+		}
+	}
+	// A source read once must be readable at start.
+	if _, err := Start(context.Background(), src.load, Options{}, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	src.fail.Store(true)
+	if _, err := Start(context.Background(), src.load, Options{}, slog.New(slog.DiscardHandler)); err == nil {
+		t.Fatal("a document read once started unread")
+	}
+}
+
+// TestStaleWaitsForOneRead: requests arriving while the document cannot be
+// trusted share one read, and a request that goes away stops waiting.
+func TestStaleWaitsForOneRead(t *testing.T) {
+	key := newKey(t)
+	good := document(t, map[string]string{"k": key}, "")
+	token, _, _ := parse(t, good).Mint("acme", "", erp.Limits{})
+	var src source
+	src.set(good)
+	src.fail.Store(true)
+	release := make(chan struct{})
+	slow := func(ctx context.Context) ([]byte, error) {
+		<-release
+		return src.load(ctx)
+	}
+	clk := newClock()
+	c, err := Start(context.Background(), func(ctx context.Context) ([]byte, error) { return src.load(ctx) }, Options{Every: time.Minute, Now: clk.now}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.load = slow
+	src.fail.Store(false)
+	clk.move(DefaultRetry)
+	var wg sync.WaitGroup
+	var refusedN atomic.Int64
+	for range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, refused := c.Authorize(context.Background(), "acme", []string{"Bearer " + token}); refused != nil {
+				refusedN.Add(1)
+			}
+		}()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, refused := c.Authorize(ctx, "acme", []string{"Bearer " + token}); refused == nil || refused.Code != erp.CodeAccessStale {
+		t.Fatalf("a request that went away: %v", refused)
+	}
+	close(release)
+	wg.Wait()
+	if n := src.reads.Load(); n != 2 || refusedN.Load() != 0 {
+		t.Fatalf("%d reads (want the start's and one), %d refused", n, refusedN.Load())
 	}
 }
 
@@ -217,7 +458,7 @@ func TestCurrentRereads(t *testing.T) {
 func BenchmarkVerify(b *testing.B) {
 	key, _ := NewKey()
 	d, _ := Parse([]byte(`{"keys":{"k":"` + key + `"}}`))
-	token, _, _ := d.Mint("acme", "")
+	token, _, _ := d.Mint("acme", "", erp.Limits{})
 	for b.Loop() {
 		d.Verify("acme", token)
 	}

@@ -26,6 +26,7 @@ type SecretsManager struct {
 	total   int
 	fail    string // error type answered for every id
 	delay   time.Duration
+	hung    chan struct{} // closed when the endpoint answers again
 }
 
 // Start serves a Secrets Manager endpoint until the test ends. With env,
@@ -105,6 +106,26 @@ func (sm *SecretsManager) Delay(d time.Duration) {
 	sm.delay = d
 }
 
+// Hang makes the endpoint accept calls and never answer them, as a service
+// behind a black-holed route does, until Answer.
+func (sm *SecretsManager) Hang() {
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	if sm.hung == nil {
+		sm.hung = make(chan struct{})
+	}
+}
+
+// Answer ends a Hang: the calls held are answered.
+func (sm *SecretsManager) Answer() {
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	if sm.hung != nil {
+		close(sm.hung)
+		sm.hung = nil
+	}
+}
+
 // Calls counts the GetSecretValue calls for id.
 func (sm *SecretsManager) Calls(id string) int {
 	sm.mu.Lock()
@@ -144,9 +165,16 @@ func (sm *SecretsManager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f, failing := sm.fails[in.SecretId]; failing {
 		fail = f
 	}
-	delay := sm.delay
+	delay, hung := sm.delay, sm.hung
 	sm.mu.Unlock()
 	time.Sleep(delay)
+	if hung != nil {
+		select {
+		case <-hung:
+		case <-r.Context().Done():
+			return
+		}
+	}
 
 	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
 	if !ok && fail == "" {

@@ -9,6 +9,7 @@ package erp
 import (
 	"fmt"
 	"net/http"
+	"time"
 )
 
 // Code is the cod_error a request is answered with. Zero is success and also
@@ -36,11 +37,14 @@ const (
 	CodeBadInstance    Code = 1103
 	// 1104 (unknown instance) is retired: an unknown instance answers 1105.
 	CodeUnauthorized   Code = 1105
+	CodeTokenExpired   Code = 1106
+	CodeOutOfScope     Code = 1107
 	CodeUnavailable    Code = 1201
 	CodeConfig         Code = 1202
 	CodeThrottled      Code = 1203
 	CodeOutcomeUnknown Code = 1204
 	CodePaused         Code = 1205
+	CodeAccessStale    Code = 1206
 	CodeInternal       Code = 1299
 	CodeTooManyRows    Code = 1301
 	CodeAnswerTooLarge Code = 1302
@@ -120,11 +124,14 @@ var codes = [...]Info{
 	{CodeMethod, http.StatusMethodNotAllowed, OutcomeClientError, ScopeRouting, "A method the path does not serve; Allow names the one it does."},
 	{CodeBadInstance, http.StatusBadRequest, OutcomeClientError, ScopeInstance, "The instance name is not 1 to 64 letters, digits, _ or -."},
 	{CodeUnauthorized, http.StatusUnauthorized, OutcomeUnauthorized, ScopeInstance, "No token, a wrong or revoked token, several Authorization headers, or no such instance."},
+	{CodeTokenExpired, http.StatusUnauthorized, OutcomeUnauthorized, ScopeInstance, "The token has expired; its message says when."},
+	{CodeOutOfScope, http.StatusForbidden, OutcomeUnauthorized, ScopeBody, "The token may not run this CLAVE (it is limited to reads or to a list of CLAVEs); the message names the CLAVE."},
 	{CodeUnavailable, http.StatusServiceUnavailable, OutcomeUnavailable, ScopeDatabase, "The database is unreachable, cannot run the operation, or did not answer in time."},
 	{CodeConfig, http.StatusServiceUnavailable, OutcomeUnavailable, ScopeInstance, "The instance's settings cannot be read right now."},
 	{CodeThrottled, http.StatusTooManyRequests, OutcomeClientError, ScopeEdge, "Throttled (API Gateway, an API key's plan, WAF, the local server's bound)."},
 	{CodeOutcomeUnknown, http.StatusServiceUnavailable, OutcomeUnavailable, ScopeWrite, "A write's commit was sent and never confirmed: it may or may not have happened."},
 	{CodePaused, http.StatusServiceUnavailable, OutcomeUnavailable, ScopeDatabase, "Calls to the instance are paused after it repeatedly did not answer in time; see Retry-After."},
+	{CodeAccessStale, http.StatusServiceUnavailable, OutcomeUnavailable, ScopeInstance, "Tokens cannot be checked: the access document is malformed or has not been read for longer than allowed; see Retry-After."},
 	{CodeInternal, http.StatusInternalServerError, OutcomeInternal, ScopeEdge, "A bug; logged."},
 	{CodeTooManyRows, http.StatusUnprocessableEntity, OutcomeClientError, ScopeDatabase, "The answer has more rows than the operation's limit."},
 	{CodeAnswerTooLarge, http.StatusUnprocessableEntity, OutcomeClientError, ScopeDatabase, "The answer is larger than a Lambda function may return."},
@@ -159,6 +166,8 @@ func (c Code) Outcome() Outcome { return c.Info().Outcome }
 type Error struct {
 	Code    Code
 	Message string
+	// RetryAfter, when not zero, tells the caller when to try again.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("cod_error %d: %s", e.Code, e.Message) }

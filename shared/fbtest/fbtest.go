@@ -97,7 +97,7 @@ func Access(t testing.TB, anonymous ...string) (*access.Document, []byte) {
 // Token mints a token of doc for instance.
 func Token(t testing.TB, doc *access.Document, instance string) string {
 	t.Helper()
-	token, _, err := doc.Mint(instance, "")
+	token, _, err := doc.Mint(instance, "", erp.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,10 +33,10 @@ type Database interface {
 }
 
 // Access checks a request's credentials for an instance name before any
-// per-instance work; *access.Current is the real one. It returns the id of
-// the token presented ("" when the instance takes anonymous requests).
+// per-instance work; *access.Current is the real one. It returns what they
+// grant, or the refusal.
 type Access interface {
-	Authorize(instance string, authorization []string) (tokenID string, ok bool)
+	Authorize(ctx context.Context, instance string, authorization []string) (erp.Grant, *erp.Error)
 }
 
 // Instances resolves instance names; *tenants.File and *tenants.Cache are.

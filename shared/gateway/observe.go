@@ -78,6 +78,10 @@ func (h *Handler) logRequest(ctx context.Context, r *http.Request, o outcome, wo
 		slog.String("instance", o.instance), slog.String("clave", o.clave),
 		slog.Int("status", o.status), slog.Int("cod_error", int(o.code)), slog.Float64("ms", ms),
 	}
+	if o.tokenID != "" {
+		// Which integrator did it: the id, never the token.
+		attrs = append(attrs, slog.String("token_id", o.tokenID))
+	}
 	if o.replayed {
 		attrs = append(attrs, slog.Bool("replayed", true))
 	}

@@ -26,6 +26,7 @@ type outcome struct {
 	tripped     bool          // this request's outcome opened the instance's breaker
 	instance    string
 	clave       string
+	tokenID     string // the token's id once its MAC holds; never the token
 }
 
 // RefusalBody is the body of a refusal, as every part of the service that
@@ -39,6 +40,14 @@ func RefusalBody(code erp.Code, message string) []byte {
 
 func refusal(code erp.Code, message string) outcome {
 	return outcome{status: code.Status(), code: code, body: RefusalBody(code, message)}
+}
+
+// refusalOf answers e: a 401 asks for a bearer token.
+func refusalOf(e *erp.Error) outcome {
+	o := refusal(e.Code, e.Message)
+	o.retryAfter = e.RetryAfter
+	o.challenge = o.status == http.StatusUnauthorized
+	return o
 }
 
 // class is the outcome's class for the metrics.

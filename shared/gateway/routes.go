@@ -30,9 +30,9 @@ type caller struct {
 	target erp.Target
 	// keys: the instance keeps idempotency keys.
 	keys bool
-	// tokenID is the token's id, "" for an anonymous instance: the scope
-	// of the caller's idempotency keys.
-	tokenID string
+	// grant is the caller's token and its limits; its id ("" for an
+	// anonymous instance) is the scope of the caller's idempotency keys.
+	grant erp.Grant
 }
 
 // routes is the table of what a handler with cfg serves.
@@ -99,12 +99,13 @@ func (h *Handler) serve(r *http.Request) outcome {
 			o.allow = rt.method
 			return o
 		}
-		inst, tokenID, denied := h.authenticate(r, instance)
+		inst, grant, denied := h.authenticate(r, instance)
 		if denied != nil {
 			return *denied
 		}
-		o := rt.serve(h, r, caller{target: erp.Target{Instance: instance, Connection: inst.Connection}, keys: inst.Idempotency, tokenID: tokenID})
+		o := rt.serve(h, r, caller{target: erp.Target{Instance: instance, Connection: inst.Connection}, keys: inst.Idempotency, grant: grant})
 		o.instance = instance
+		o.tokenID = grant.TokenID
 		return o
 	}
 	return refusal(erp.CodeNotFound, "no such path; POST to /{instance}/RestServerIsapi.dll/api/v1/"+h.cfg.Class+"/executequery or .../execute")
@@ -122,16 +123,23 @@ func (h *Handler) execute(r *http.Request, c caller, endpoint catalog.Endpoint) 
 	case err != nil:
 		return refusal(erp.CodeNotObject, "the body could not be read")
 	}
-	call, refused := h.catalog.Parse(endpoint, body)
+	call, bad := h.catalog.Parse(endpoint, body)
+	if call.Op != nil {
+		// Before the body's other faults: a token's holder learns nothing
+		// of an operation it may not run.
+		if out := c.grant.Allow(call.Op.Clave, call.Op.Endpoint == catalog.Execute); out != nil {
+			bad = out
+		}
+	}
 	var key string
-	if refused == nil {
-		key, refused = idempotencyKey(r, c, endpoint)
+	if bad == nil {
+		key, bad = idempotencyKey(r, c, endpoint)
 	}
 	var o outcome
-	if refused != nil {
-		o = refusal(refused.Code, refused.Message)
+	if bad != nil {
+		o = refusalOf(bad)
 	} else {
-		o = h.run(r.Context(), c.target, call, key, c.tokenID)
+		o = h.run(r.Context(), c.target, call, key, c.grant.TokenID)
 	}
 	// A refusal of an operation's body names the operation too.
 	if call.Op != nil {
@@ -162,10 +170,10 @@ func idempotencyKey(r *http.Request, c caller, endpoint catalog.Endpoint) (strin
 // then resolves the instance: a request without a valid token costs no
 // lookup, no cache entry and no connection, and learns nothing of which
 // names exist.
-func (h *Handler) authenticate(r *http.Request, instance string) (tenants.Instance, string, *outcome) {
-	refuse := func(o outcome) (tenants.Instance, string, *outcome) {
+func (h *Handler) authenticate(r *http.Request, instance string) (tenants.Instance, erp.Grant, *outcome) {
+	refuse := func(o outcome) (tenants.Instance, erp.Grant, *outcome) {
 		o.asked = instance
-		return tenants.Instance{}, "", &o
+		return tenants.Instance{}, erp.Grant{}, &o
 	}
 	if !erp.ValidInstanceName(instance) {
 		return refuse(refusal(erp.CodeBadInstance, "the instance name must be 1 to 64 letters, digits, _ or -"))
@@ -173,28 +181,25 @@ func (h *Handler) authenticate(r *http.Request, instance string) (tenants.Instan
 	if matched, ok := r.Context().Value(pathInstanceKey{}).(string); ok && matched != instance {
 		return refuse(refusal(erp.CodeBadInstance, "the instance name in the path is ambiguous"))
 	}
-	tokenID, ok := h.access.Authorize(instance, r.Header.Values("Authorization"))
-	if !ok {
-		return refuse(unauthorized())
+	grant, denied := h.access.Authorize(r.Context(), instance, r.Header.Values("Authorization"))
+	if denied != nil {
+		o := refusalOf(denied)
+		// An expired token is genuine: its id says whose it was.
+		o.tokenID = grant.TokenID
+		return refuse(o)
 	}
 	inst, err := h.instances.Lookup(r.Context(), instance)
 	switch {
 	case errors.Is(err, tenants.ErrUnknown):
 		// Exactly the answer to a wrong token: an unauthenticated caller
 		// must not learn which instance names exist.
-		return refuse(unauthorized())
+		return refuse(refusalOf(erp.Unauthorized()))
 	case err != nil:
 		h.log.WarnContext(r.Context(), "instance settings unavailable", "instance", instance, "err", err)
 		return refuse(refusal(erp.CodeConfig, "the settings of instance "+instance+" cannot be read right now; try again later"))
 	}
-	if tokenID != "" && inst.Revoked(tokenID) {
-		return refuse(unauthorized())
+	if grant.TokenID != "" && inst.Revoked(grant.TokenID) {
+		return refuse(refusalOf(erp.Unauthorized()))
 	}
-	return inst, tokenID, nil
-}
-
-func unauthorized() outcome {
-	o := refusal(erp.CodeUnauthorized, "missing or invalid credentials for this instance: send Authorization: Bearer <token>")
-	o.challenge = true
-	return o
+	return inst, grant, nil
 }

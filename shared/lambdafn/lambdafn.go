@@ -121,11 +121,12 @@ func lazyAWS(ctx context.Context) func() (*secretsmanager.Client, error) {
 }
 
 // accessSource reads the access document (README, "Tokens") once now, and
-// again every GATEWAY_ACCESS_REFRESH from Secrets Manager.
+// again every GATEWAY_ACCESS_REFRESH from Secrets Manager; tokens are
+// refused once the last good read is older than GATEWAY_ACCESS_MAX_AGE.
 func accessSource(ctx context.Context, getenv func(string) string, sm func() (*secretsmanager.Client, error), log *slog.Logger) (*access.Current, error) {
 	if inline := getenv("GATEWAY_ACCESS_JSON"); inline != "" {
 		load := func(context.Context) ([]byte, error) { return []byte(inline), nil }
-		acc, err := access.Start(ctx, load, 0, log)
+		acc, err := access.Start(ctx, load, access.Options{}, log)
 		if err != nil {
 			return nil, fmt.Errorf("GATEWAY_ACCESS_JSON: %w", err)
 		}
@@ -135,24 +136,31 @@ func accessSource(ctx context.Context, getenv func(string) string, sm func() (*s
 	if id == "" {
 		return nil, errors.New("no access document: set GATEWAY_ACCESS_SECRET (or GATEWAY_ACCESS_JSON for sam local)")
 	}
-	every := 5 * time.Minute
-	if v := getenv("GATEWAY_ACCESS_REFRESH"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("GATEWAY_ACCESS_REFRESH=%q: want a positive duration such as 5m", v)
+	o := access.Options{Every: access.DefaultEvery, MaxAge: access.DefaultMaxAge}
+	for _, d := range []struct {
+		name string
+		to   *time.Duration
+	}{{"GATEWAY_ACCESS_REFRESH", &o.Every}, {"GATEWAY_ACCESS_MAX_AGE", &o.MaxAge}} {
+		if v := getenv(d.name); v != "" {
+			t, err := time.ParseDuration(v)
+			if err != nil || t <= 0 {
+				return nil, fmt.Errorf("%s=%q: want a positive duration such as 5m", d.name, v)
+			}
+			*d.to = t
 		}
-		every = d
+	}
+	if o.MaxAge < o.Every {
+		return nil, fmt.Errorf("GATEWAY_ACCESS_MAX_AGE (%s) is shorter than GATEWAY_ACCESS_REFRESH (%s): every environment would refuse tokens between reads", o.MaxAge, o.Every)
 	}
 	client, err := sm()
 	if err != nil {
 		return nil, err
 	}
 	load := func(ctx context.Context) ([]byte, error) { return tenants.SecretString(ctx, client, id) }
-	acc, err := access.Start(ctx, load, every, log)
-	if err != nil {
-		return nil, fmt.Errorf("GATEWAY_ACCESS_SECRET: %w", err)
-	}
-	return acc, nil
+	// A document that cannot be read now is read again at requests, which
+	// are refused (1206) until it is: never an init error, which API
+	// Gateway would answer with a bare 502.
+	return access.Start(ctx, load, o, log)
 }
 
 func instanceSource(getenv func(string) string, sm func() (*secretsmanager.Client, error)) (gateway.Instances, error) {

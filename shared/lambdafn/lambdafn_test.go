@@ -19,6 +19,7 @@ import (
 	"github.com/erp-gateway/gateway/shared/access"
 	"github.com/erp-gateway/gateway/shared/awstest"
 	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/lambdafn"
 	"github.com/erp-gateway/gateway/shared/tenants"
@@ -166,7 +167,7 @@ func TestInstancesFromSecretsManager(t *testing.T) {
 		}
 	})
 	t.Run("a revoked token stops opening its instance", func(t *testing.T) {
-		token, id, err := doc.Mint("sur", "")
+		token, id, err := doc.Mint("sur", "", erp.Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -254,20 +255,41 @@ func TestThrottledSecretsManagerAnswers503(t *testing.T) {
 	t.Logf("throttled: 503 after %s and %d calls", time.Since(start).Round(time.Millisecond), sm.Calls(prefix+"norte"))
 }
 
-func TestAnUnreadableAccessDocumentStopsTheFunction(t *testing.T) {
-	for _, tt := range []struct{ name, secret, want string }{
-		{"missing", "", "ResourceNotFoundException"},
-		{"no keys", `{"keys":{}}`, `"keys" names no key`},
+// TestAnUnreadableAccessDocumentRefusesTokens: a function whose access
+// document is missing or malformed starts, and answers every request
+// 503/1206 without any per-instance work, until it reads a good one.
+func TestAnUnreadableAccessDocumentRefusesTokens(t *testing.T) {
+	for _, tt := range []struct{ name, secret string }{
+		{"missing", ""},
+		{"no keys", `{"keys":{}}`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			sm := awstest.Start(t, true)
 			if tt.secret != "" {
 				sm.Put(accessID, tt.secret)
 			}
-			env := map[string]string{"GATEWAY_SECRET_PREFIX": prefix, "GATEWAY_ACCESS_SECRET": accessID}
-			_, err := lambdafn.New(context.Background(), catalog.ExecuteQuery, "", func(k string) string { return env[k] }, slog.New(slog.DiscardHandler))
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("got %v, want %q", err, tt.want)
+			good, data := fbtest.Access(t)
+			put(sm, "norte", tenants.Instance{Connection: fbtest.Demo(t)})
+			env := map[string]string{"GATEWAY_SECRET_PREFIX": prefix, "GATEWAY_ACCESS_SECRET": accessID, "GATEWAY_ACCESS_REFRESH": "200ms"}
+			fn, err := lambdafn.New(context.Background(), catalog.ExecuteQuery, "", func(k string) string { return env[k] }, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { fn.Close() })
+			token := fbtest.Token(t, good, "norte")
+			for range 3 {
+				resp := get(t, fn, "norte", token)
+				if resp.StatusCode != 503 || !strings.Contains(resp.Body, `"cod_error":1206`) || resp.MultiValueHeaders["Retry-After"] == nil {
+					t.Fatalf("got %d %v %s", resp.StatusCode, resp.MultiValueHeaders, resp.Body)
+				}
+			}
+			if n := sm.Calls(prefix + "norte"); n != 0 {
+				t.Fatalf("%d instance secret calls without a document", n)
+			}
+			sm.Put(accessID, string(data))
+			time.Sleep(250 * time.Millisecond)
+			if resp := get(t, fn, "norte", token); resp.StatusCode != 200 {
+				t.Fatalf("with the document: %d %s", resp.StatusCode, resp.Body)
 			}
 		})
 	}

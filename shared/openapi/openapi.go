@@ -131,7 +131,7 @@ func Document(in Input) ([]byte, error) {
 		{"security", []obj{{{"bearer", []string{}}}}},
 		{"paths", paths},
 		{"components", obj{
-			{"securitySchemes", obj{{"bearer", obj{{"type", "http"}, {"scheme", "bearer"}, {"description", "The instance's token (README, \"Tokens\")."}}}}},
+			{"securitySchemes", obj{{"bearer", obj{{"type", "http"}, {"scheme", "bearer"}, {"description", "The instance's token, minted by its operator with make token (README, \"Tokens\"). A token may be limited to reads (READ_ONLY=1), to a list of CLAVEs (CLAVES=...) and to a last day (EXPIRES=YYYY-MM-DD): a request outside its limits gets 403 with cod_error 1107 naming the CLAVE, an expired token 401 with 1106. The operator revokes one token by its id (revoked_tokens of the instance document), or every token of a key by removing the key."}}}}},
 			{"schemas", schemas},
 			{"headers", headers()},
 			{"responses", routingResponses()},
