@@ -454,12 +454,22 @@ func TestStaleWaitsForOneRead(t *testing.T) {
 	}
 }
 
-// BenchmarkVerify is what every request pays before any per-instance work.
+// BenchmarkVerify is what every request pays before any per-instance work:
+// an unlimited token, a limited one (its limits decoded once the MAC holds),
+// and a stranger's limited token (the MAC alone).
 func BenchmarkVerify(b *testing.B) {
 	key, _ := NewKey()
 	d, _ := Parse([]byte(`{"keys":{"k":"` + key + `"}}`))
-	token, _, _ := d.Mint("acme", "", erp.Limits{})
-	for b.Loop() {
-		d.Verify("acme", token)
+	foreign, _ := Parse([]byte(`{"keys":{"k":"` + key[:8] + strings.Repeat("A", len(key)-12) + key[len(key)-4:] + `"}}`))
+	limits := erp.Limits{ReadOnly: true, Claves: []string{"Get_Inventario_Precio", "Get_Terceros"}, Expires: time.Now().Add(time.Hour)}
+	plain, _, _ := d.Mint("acme", "", erp.Limits{})
+	limited, _, _ := d.Mint("acme", "", limits)
+	stranger, _, _ := foreign.Mint("acme", "", limits)
+	for _, bb := range []struct{ name, token string }{{"unlimited", plain}, {"limited", limited}, {"stranger", stranger}} {
+		b.Run(bb.name, func(b *testing.B) {
+			for b.Loop() {
+				d.Verify("acme", bb.token)
+			}
+		})
 	}
 }
