@@ -48,6 +48,8 @@ func run(addr, instancesPath, accessPath string, readTimeout time.Duration, maxR
 		return err
 	}
 	cfg.OpenAPI = true
+	// Chunked: a read's answer of any size streams (README, "Large answers").
+	cfg.StreamAbove = gateway.DefaultStreamAbove
 	cat, err := gateway.CatalogFromEnv(os.Getenv)
 	if err != nil {
 		return err

@@ -73,8 +73,10 @@ type Operation struct {
 	MaxRows int
 }
 
-// DefaultMaxRows bounds an operation's answer when its entry does not.
-const DefaultMaxRows = 50_000
+// DefaultMaxRows bounds an operation's answer when its entry does not. Reads
+// stream, so it guards the customer's database against a runaway read, not
+// our memory: a nightly price list of any real length passes it.
+const DefaultMaxRows = 1_000_000
 
 // Catalog holds the operations a deployment serves.
 type Catalog struct {

@@ -65,12 +65,16 @@ const (
 	OutcomeUnauthorized Outcome = "unauthorized"
 	OutcomeUnavailable  Outcome = "unavailable"
 	OutcomeInternal     Outcome = "internal"
+	// OutcomeCut: a streamed answer ended after its first byte (its status
+	// sent), by a deadline, a lost connection or a row limit; the client
+	// got a body no JSON parser accepts.
+	OutcomeCut Outcome = "cut"
 )
 
 // Outcomes lists every outcome class, for the metrics' documentation and
 // the alarms that name them.
 func Outcomes() []Outcome {
-	return []Outcome{OutcomeOK, OutcomeRefusedByDB, OutcomeClientError, OutcomeUnauthorized, OutcomeUnavailable, OutcomeInternal}
+	return []Outcome{OutcomeOK, OutcomeRefusedByDB, OutcomeClientError, OutcomeUnauthorized, OutcomeUnavailable, OutcomeInternal, OutcomeCut}
 }
 
 // Scope says on which requests a code can be answered, so the OpenAPI
@@ -134,7 +138,7 @@ var codes = [...]Info{
 	{CodeAccessStale, http.StatusServiceUnavailable, OutcomeUnavailable, ScopeInstance, "Tokens cannot be checked: the access document is malformed or has not been read for longer than allowed; see Retry-After."},
 	{CodeInternal, http.StatusInternalServerError, OutcomeInternal, ScopeEdge, "A bug; logged."},
 	{CodeTooManyRows, http.StatusUnprocessableEntity, OutcomeClientError, ScopeDatabase, "The answer has more rows than the operation's limit."},
-	{CodeAnswerTooLarge, http.StatusUnprocessableEntity, OutcomeClientError, ScopeDatabase, "The answer is larger than a Lambda function may return."},
+	{CodeAnswerTooLarge, http.StatusUnprocessableEntity, OutcomeClientError, ScopeDatabase, "The answer is larger than a Lambda function may return (a write's, or a read's where answers cannot stream)."},
 	{CodeKeyInvalid, http.StatusBadRequest, OutcomeClientError, ScopeWrite, "The Idempotency-Key header is not 1 to 255 printable ASCII characters, or is sent more than once."},
 	{CodeKeyNotEnabled, http.StatusBadRequest, OutcomeClientError, ScopeWrite, "The instance does not keep Idempotency-Keys: its operator must install their table and turn them on."},
 	{CodeKeyReused, http.StatusUnprocessableEntity, OutcomeClientError, ScopeWrite, "The Idempotency-Key was used for a different request."},

@@ -95,7 +95,9 @@ func (p *Pools) do(ctx context.Context, t erp.Target, mode txMode, out *record.E
 		if err == nil {
 			return nil
 		}
-		if overLimit(err) || keyed(err) {
+		// Past a spill the answer is on its way: never retried, and its
+		// caller only needs the cause, for its log.
+		if overLimit(err) || keyed(err) || (out != nil && out.Spilled()) {
 			return err
 		}
 		ph := phase(at.Load())

@@ -37,6 +37,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		cfg.MaxAnswer = n
 	}
+	if v := getenv("GATEWAY_STREAM_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return Config{}, fmt.Errorf("GATEWAY_STREAM_TIMEOUT=%q: want a positive duration such as 5m", v)
+		}
+		cfg.StreamTimeout = d
+	}
 	if v := getenv("GATEWAY_IDEMPOTENCY_TTL"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < time.Minute {

@@ -6,10 +6,12 @@
 package gateway
 
 import (
+	"compress/gzip"
 	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
@@ -76,6 +78,12 @@ type Config struct {
 	MetricsNamespace string
 	// KeyTTL is how long an idempotency key is kept.
 	KeyTTL time.Duration
+	// StreamAbove, when not zero, makes a read whose answer passes this
+	// many bytes stream it (DefaultStreamAbove); zero sends every answer
+	// whole, up to MaxAnswer (a Lambda whose integration buffers).
+	StreamAbove int
+	// StreamTimeout bounds a streaming read from its start.
+	StreamTimeout time.Duration
 }
 
 // Defaults of Config.
@@ -104,6 +112,7 @@ type Handler struct {
 	described *descriptions
 	breakers  *breakers
 	routes    []route
+	gzips     sync.Pool // *gzip.Writer of streaming answers
 }
 
 // New builds the handler from long-lived parts made once by main.
@@ -126,13 +135,20 @@ func New(cfg Config, cat *catalog.Catalog, acc Access, instances Instances, db D
 	if cfg.KeyTTL <= 0 {
 		cfg.KeyTTL = DefaultKeyTTL
 	}
+	if cfg.StreamTimeout <= 0 {
+		cfg.StreamTimeout = DefaultStreamTimeout
+	}
 	if len(cfg.Endpoints) == 0 {
 		cfg.Endpoints = []catalog.Endpoint{catalog.ExecuteQuery, catalog.Execute}
 	}
 	if log != nil {
 		log = slog.New(requestLog{log.Handler()})
 	}
-	return &Handler{cfg: cfg, catalog: cat, access: acc, instances: instances, db: db, log: log, described: newDescriptions(), breakers: newBreakers(cfg.Breaker), routes: routes(cfg)}
+	h := &Handler{cfg: cfg, catalog: cat, access: acc, instances: instances, db: db, log: log, described: newDescriptions(), breakers: newBreakers(cfg.Breaker), routes: routes(cfg)}
+	// BestSpeed: a price list shrinks to a tenth either way, and the
+	// function's CPU is billed while it compresses.
+	h.gzips.New = func() any { zw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed); return zw }
+	return h
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -154,9 +170,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			o.write(w)
 		}
 		h.logRequest(r.Context(), r, o, &work, time.Since(start))
+		if o.cut != nil {
+			// The status is sent: only an unended body (no last chunk, no
+			// gzip trailer) tells the client the answer is not whole.
+			panic(http.ErrAbortHandler)
+		}
 	}()
-	o = h.serve(r)
-	o.write(w)
+	o = h.serve(w, r)
+	if !o.streamed {
+		o.write(w)
+	}
 }
 
 type pathInstanceKey struct{}

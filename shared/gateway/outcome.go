@@ -19,6 +19,8 @@ type outcome struct {
 	retryAfter time.Duration // when to try again, for a pause
 	allow      string        // the method the path serves, for a 405
 	replayed   bool          // the kept answer of an idempotency key
+	streamed   bool          // sent as it was fetched: nothing left to write
+	cut        error         // why a streamed answer ended before its end
 	// For the request's log line and metrics:
 	asked       string        // the instance name asked for, authenticated or not
 	refusedByDB bool          // the database's own refusal, in ex_execsql
@@ -52,6 +54,9 @@ func refusalOf(e *erp.Error) outcome {
 
 // class is the outcome's class for the metrics.
 func (o outcome) class() erp.Outcome {
+	if o.cut != nil {
+		return erp.OutcomeCut
+	}
 	if o.refusedByDB {
 		return erp.OutcomeRefusedByDB
 	}

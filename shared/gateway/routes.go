@@ -22,7 +22,7 @@ type route struct {
 	suffix []string
 	// listed: API Gateway routes it to this handler (Routes).
 	listed bool
-	serve  func(h *Handler, r *http.Request, c caller) outcome
+	serve  func(h *Handler, w http.ResponseWriter, r *http.Request, c caller) outcome
 }
 
 // caller is an authenticated request's instance and credentials.
@@ -41,15 +41,17 @@ func routes(cfg Config) []route {
 	for _, e := range cfg.Endpoints {
 		rs = append(rs, route{method: http.MethodPost, listed: true,
 			suffix: []string{"RestServerIsapi.dll", "api", "v1", "{class}", string(e)},
-			serve:  func(h *Handler, r *http.Request, c caller) outcome { return h.execute(r, c, e) }})
+			serve:  func(h *Handler, w http.ResponseWriter, r *http.Request, c caller) outcome { return h.execute(w, r, c, e) }})
 		if e == catalog.ExecuteQuery {
 			rs = append(rs, route{method: http.MethodGet, listed: true, suffix: []string{"health"},
-				serve: func(h *Handler, r *http.Request, c caller) outcome { return h.health(r.Context(), c.target, c.keys) }})
+				serve: func(h *Handler, _ http.ResponseWriter, r *http.Request, c caller) outcome {
+					return h.health(r.Context(), c.target, c.keys)
+				}})
 		}
 	}
 	if cfg.OpenAPI {
 		rs = append(rs, route{method: http.MethodGet, suffix: []string{"openapi.json"},
-			serve: func(h *Handler, r *http.Request, c caller) outcome { return h.openAPI(r, c.target) }})
+			serve: func(h *Handler, _ http.ResponseWriter, r *http.Request, c caller) outcome { return h.openAPI(r, c.target) }})
 	}
 	return rs
 }
@@ -85,7 +87,7 @@ func (rt route) match(segs []string, class string) (instance string, ok bool) {
 	return segs[len(segs)-n-1], true
 }
 
-func (h *Handler) serve(r *http.Request) outcome {
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request) outcome {
 	// Routing reads the path as sent: a segment such as x%2Facme is one
 	// (invalid) instance name, never the instance acme.
 	segs := strings.Split(strings.TrimPrefix(r.URL.EscapedPath(), "/"), "/")
@@ -103,7 +105,7 @@ func (h *Handler) serve(r *http.Request) outcome {
 		if denied != nil {
 			return *denied
 		}
-		o := rt.serve(h, r, caller{target: erp.Target{Instance: instance, Connection: inst.Connection}, keys: inst.Idempotency, grant: grant})
+		o := rt.serve(h, w, r, caller{target: erp.Target{Instance: instance, Connection: inst.Connection}, keys: inst.Idempotency, grant: grant})
 		o.instance = instance
 		o.tokenID = grant.TokenID
 		return o
@@ -111,8 +113,9 @@ func (h *Handler) serve(r *http.Request) outcome {
 	return refusal(erp.CodeNotFound, "no such path; POST to /{instance}/RestServerIsapi.dll/api/v1/"+h.cfg.Class+"/executequery or .../execute")
 }
 
-// execute reads, validates and runs a request to endpoint.
-func (h *Handler) execute(r *http.Request, c caller, endpoint catalog.Endpoint) outcome {
+// execute reads, validates and runs a request to endpoint; a read's answer
+// may stream to w.
+func (h *Handler) execute(w http.ResponseWriter, r *http.Request, c caller, endpoint catalog.Endpoint) outcome {
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, h.cfg.MaxBody))
 	var tooBig *http.MaxBytesError
 	switch {
@@ -139,7 +142,11 @@ func (h *Handler) execute(r *http.Request, c caller, endpoint catalog.Endpoint) 
 	if bad != nil {
 		o = refusalOf(bad)
 	} else {
-		o = h.run(r.Context(), c.target, call, key, c.grant.TokenID)
+		var st *stream
+		if h.cfg.StreamAbove > 0 && call.Op.ReadBack == nil {
+			st = h.newStream(w, r)
+		}
+		o = h.run(r.Context(), c.target, call, key, c.grant.TokenID, st)
 	}
 	// A refusal of an operation's body names the operation too.
 	if call.Op != nil {

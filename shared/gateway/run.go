@@ -15,12 +15,31 @@ import (
 )
 
 // run calls the operation; key, when not "", is the write's idempotency
-// key in scope (the caller's token id).
-func (h *Handler) run(ctx context.Context, t erp.Target, call catalog.Call, key, scope string) outcome {
-	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
-	defer cancel()
-	out := record.NewEncoder(dataPrefix, record.Limits{MaxRows: call.Op.MaxRows, MaxBytes: h.cfg.MaxAnswer})
-	w := work{call: call, out: out}
+// key in scope (the caller's token id). A read's answer streams to st, when
+// not nil, once it passes Config.StreamAbove.
+func (h *Handler) run(ctx context.Context, t erp.Target, call catalog.Call, key, scope string, st *stream) outcome {
+	lim := record.Limits{MaxRows: call.Op.MaxRows, MaxBytes: h.cfg.MaxAnswer}
+	var spill record.Spill
+	if st != nil {
+		began := time.Now()
+		sctx := newStretch(ctx, began.Add(h.cfg.Timeout), began.Add(h.cfg.StreamTimeout))
+		defer sctx.cancel()
+		ctx, st.deadline = sctx, began.Add(h.cfg.StreamTimeout)
+		// A streamed answer has no size limit of ours; one sent whole
+		// never passes StreamAbove.
+		lim.MaxBytes = 0
+		spill = record.Spill{Above: h.cfg.StreamAbove, Chunk: streamChunk, To: func(p []byte) error {
+			sctx.extend()
+			return st.write(p)
+		}}
+	} else {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, h.cfg.Timeout)
+		defer cancel()
+	}
+	out := record.NewEncoder(dataPrefix, lim)
+	out.SpillTo(spill)
+	w := work{call: call, out: out, stream: st}
 	if key != "" {
 		w.key = &erp.Key{Scope: scope, Key: key, Clave: call.Op.Clave, Fingerprint: call.Fingerprint(), TTL: h.cfg.KeyTTL,
 			Answer: w.answer}
@@ -28,7 +47,12 @@ func (h *Handler) run(ctx context.Context, t erp.Target, call catalog.Call, key,
 	began := time.Now()
 	tripped, err := h.guarded(ctx, t, &w)
 	took := time.Since(began)
-	o := h.answer(ctx, t, &w, err)
+	var o outcome
+	if st != nil && st.stop(err != nil) {
+		o = h.streamed(ctx, t, &w, err)
+	} else {
+		o = h.answer(ctx, t, &w, err)
+	}
 	o.dbTime, o.tripped = took, tripped
 	return o
 }
@@ -40,6 +64,8 @@ type work struct {
 	key  *erp.Key
 	// replay is the kept answer of the key, when it was kept before.
 	replay []byte
+	// stream takes a read's answer once it spills.
+	stream *stream
 }
 
 // answer is the call's rows as the client gets them.
@@ -98,6 +124,33 @@ func (h *Handler) answer(ctx context.Context, t erp.Target, w *work, err error) 
 	}
 }
 
+// streamed ends an answer that started streaming: whole, or cut. A cut
+// cannot change the status any more: the stream is aborted, and ServeHTTP
+// leaves the body unended.
+func (h *Handler) streamed(ctx context.Context, t erp.Target, w *work, err error) outcome {
+	var cut *cutError
+	if errors.As(err, &cut) {
+		err = cut.err
+	}
+	if err == nil {
+		err = w.stream.finish(w.answer())
+	}
+	o := outcome{status: http.StatusOK, streamed: true}
+	if err != nil {
+		w.stream.abort()
+		o.cut = err
+		h.log.WarnContext(ctx, "streamed answer cut", "instance", t.Instance, "clave", w.call.Op.Clave, "err", err)
+	}
+	return o
+}
+
+// cutError is a call that failed after its answer started streaming. It
+// says nothing of the database: the client may have gone, or the stream
+// outlived its deadline.
+type cutError struct{ err error }
+
+func (e *cutError) Error() string { return "streamed answer cut: " + e.err.Error() }
+
 // pausedAnswer is the refusal of a call the instance's breaker paused.
 // nothingWritten, when not empty, says a write did not happen.
 func (h *Handler) pausedAnswer(t erp.Target, paused *pausedError, nothingWritten string) outcome {
@@ -115,6 +168,13 @@ func (e *pausedError) Error() string { return "calls paused by the breaker" }
 func (h *Handler) guarded(ctx context.Context, t erp.Target, w *work) (tripped bool, err error) {
 	return h.breaker(ctx, t, func(ctx context.Context) error {
 		err := h.call(ctx, t, w)
+		// Once its answer streams, a call's failure says nothing of the
+		// database (a slow client, the stream's deadline): it never opens
+		// the breaker. The call may still run (abandoned at its deadline),
+		// so its encoder is not read here.
+		if err != nil && w.stream != nil && w.stream.begun.Load() {
+			return &cutError{err}
+		}
 		if errors.Is(err, erp.ErrCredentials) {
 			// The password may have been rotated: read the instance's
 			// settings again, bypassing the cache, and retry once if they

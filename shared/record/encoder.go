@@ -3,6 +3,7 @@ package record
 import (
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"unicode/utf8"
 )
 
@@ -18,17 +19,30 @@ type Limits struct {
 var (
 	ErrTooManyRows = errors.New("record: more rows than the limit")
 	ErrTooLarge    = errors.New("record: answer larger than the limit")
+	// ErrSpill wraps what Spill.To returned.
+	ErrSpill = errors.New("record: the answer could not be handed on")
 )
 
+// Spill hands an answer on in pieces, so that one of any size takes
+// constant memory: once the encoded answer passes Above bytes, To gets it,
+// and again each time Chunk more bytes are encoded. Pieces end between rows.
+type Spill struct {
+	Above, Chunk int
+	// To takes the piece; the encoder reuses its bytes once To returns.
+	To func([]byte) error
+}
+
 // Encoder writes an answer's rows as a JSON array as they arrive, after a
-// prefix, into one buffer.
+// prefix, into one buffer, or in pieces (Spill).
 type Encoder struct {
-	lim    Limits
-	prefix int // bytes of the prefix and the array's "["
-	buf    []byte
-	cols   []Column
-	rows   int
-	extra  int // what escaping the buffer as a JSON string adds to it
+	lim     Limits
+	spill   Spill
+	spilled bool
+	prefix  int // bytes of the prefix and the array's "["
+	buf     []byte
+	cols    []Column
+	rows    int
+	extra   int // what escaping the buffer as a JSON string adds to it
 }
 
 // NewEncoder starts an answer with prefix, e.g. `{"cod_error":0,"data":`.
@@ -40,8 +54,20 @@ func NewEncoder(prefix string, lim Limits) *Encoder {
 	return e
 }
 
-// Reset drops the rows encoded so far, for a call that starts over.
+// SpillTo makes the encoder hand the answer on in pieces (see Spill). An
+// answer that ends within s.Above is never spilled.
+func (e *Encoder) SpillTo(s Spill) { e.spill = s }
+
+// Spilled reports whether part of the answer was handed on: it can no longer
+// be reset or replaced by a refusal.
+func (e *Encoder) Spilled() bool { return e.spilled }
+
+// Reset drops the rows encoded so far, for a call that starts over; an
+// encoder that spilled cannot start over (its caller must not retry).
 func (e *Encoder) Reset() {
+	if e.spilled {
+		panic("record: Reset after a spill")
+	}
 	e.extra -= stringExtra(e.buf[e.prefix:])
 	e.buf = e.buf[:e.prefix]
 	e.cols, e.rows = nil, 0
@@ -91,6 +117,14 @@ func (e *Encoder) Row(vals []any) error {
 	}
 	e.extra += extra
 	e.rows++
+	if e.spill.To != nil && ((e.spilled && len(e.buf) >= e.spill.Chunk) || len(e.buf) >= e.spill.Above) {
+		err := e.spill.To(e.buf)
+		e.spilled = true
+		e.buf, e.extra = e.buf[:0], 0
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrSpill, err)
+		}
+	}
 	return nil
 }
 
@@ -111,7 +145,8 @@ func (e *Encoder) tooLarge(v any) bool {
 	return len(e.buf)+e.extra+n > e.lim.MaxBytes
 }
 
-// Finish closes the array, appends suffix and returns the answer.
+// Finish closes the array, appends suffix and returns the answer, or what
+// of it was not spilled.
 func (e *Encoder) Finish(suffix string) []byte {
 	return append(append(e.buf, ']'), suffix...)
 }

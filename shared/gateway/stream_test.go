@@ -1,0 +1,184 @@
+package gateway_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/erp-gateway/gateway/shared/fbtest"
+	"github.com/erp-gateway/gateway/shared/gateway"
+)
+
+// streamClient sees the bytes as sent: no transparent gzip.
+var streamClient = &http.Client{Transport: &http.Transport{DisableCompression: true}}
+
+// fetched is an answer as a client reads it.
+type fetched struct {
+	resp    *http.Response
+	body    []byte
+	readErr error
+	ttfb    time.Duration
+}
+
+func fetch(t testing.TB, url, body string, header http.Header) fetched {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	start := time.Now()
+	resp, err := streamClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var f fetched
+	f.resp = resp
+	first := make([]byte, 1)
+	if _, err := io.ReadFull(resp.Body, first); err != nil {
+		t.Fatalf("no first byte: %v", err)
+	}
+	f.ttfb = time.Since(start)
+	rest, err := io.ReadAll(resp.Body)
+	f.body, f.readErr = append(first, rest...), err
+	return f
+}
+
+// checkList checks a REST_TEST_LISTA answer of n rows, row by row.
+func checkList(t testing.TB, body []byte, n int) {
+	t.Helper()
+	var answer struct {
+		CodError int `json:"cod_error"`
+		Data     []struct {
+			ID         int    `json:"ID"`
+			REFERENCIA string `json:"REFERENCIA"`
+			PRECIO     json.Number `json:"PRECIO"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &answer); err != nil {
+		t.Fatalf("not JSON: %v (%d bytes)", err, len(body))
+	}
+	if answer.CodError != 0 || len(answer.Data) != n {
+		t.Fatalf("cod_error %d, %d rows, want %d", answer.CodError, len(answer.Data), n)
+	}
+	for i, row := range answer.Data {
+		if row.ID != i+1 || row.REFERENCIA != fmt.Sprintf("R%09d", i+1) {
+			t.Fatalf("row %d: %+v", i, row)
+		}
+	}
+}
+
+// TestStreamingReads: a read's answer past the threshold streams (chunked,
+// no Content-Length), whole and exact, gzip-encoded when asked; one within
+// it is byte for byte what a handler that never streams answers; a failure
+// after the first byte leaves the client a body that is not JSON and a
+// connection that ends in error.
+func TestStreamingReads(t *testing.T) {
+	demo := fbtest.Demo(t)
+	setupList(t, demo)
+	setupRows(t, demo)
+	instances := map[string]any{"demo": anonymous(demo)}
+	e := newEnv(t, gateway.Config{StreamAbove: gateway.DefaultStreamAbove}, instances)
+	srv := httptest.NewServer(e.h)
+	t.Cleanup(srv.Close)
+	whole := newEnv(t, gateway.Config{}, instances)
+	url := srv.URL + path("demo", "executequery")
+	list := func(clave string, n int) string { return fmt.Sprintf(`{"CLAVE":%q,"N":"%d"}`, clave, n) }
+
+	t.Run("within the threshold, as before", func(t *testing.T) {
+		for _, body := range []string{list("Get_Lista", 1000), `{"CLAVE":"Get_Filas_100","N":"101"}`, `{"CLAVE":"Get_Lista"}`} {
+			f := fetch(t, url, body, http.Header{"Accept-Encoding": {"gzip"}})
+			before := whole.post(t, path("demo", "executequery"), body)
+			if f.readErr != nil || f.resp.StatusCode != before.Status || string(f.body) != before.Raw {
+				t.Fatalf("%s: %d %v, %d bytes; before: %d, %d bytes", body, f.resp.StatusCode, f.readErr, len(f.body), before.Status, len(before.Raw))
+			}
+			if f.resp.ContentLength != int64(len(f.body)) || f.resp.Header.Get("Content-Encoding") != "" {
+				t.Fatalf("%s: Content-Length %d, Content-Encoding %q", body, f.resp.ContentLength, f.resp.Header.Get("Content-Encoding"))
+			}
+		}
+	})
+
+	const n = 100_000
+	var raw []byte
+	t.Run("100,000 rows", func(t *testing.T) {
+		f := fetch(t, url, list("Get_Lista", n), nil)
+		if f.readErr != nil || f.resp.StatusCode != 200 || f.resp.ContentLength != -1 || len(f.resp.TransferEncoding) == 0 {
+			t.Fatalf("%d %v, Content-Length %d, Transfer-Encoding %v\n%s", f.resp.StatusCode, f.readErr, f.resp.ContentLength, f.resp.TransferEncoding, e.log.String())
+		}
+		checkList(t, f.body, n)
+		if f.ttfb > 500*time.Millisecond {
+			t.Fatalf("first byte after %s", f.ttfb)
+		}
+		raw = f.body
+		t.Logf("%d bytes, first byte after %s", len(raw), f.ttfb.Round(time.Millisecond))
+	})
+
+	t.Run("gzip", func(t *testing.T) {
+		f := fetch(t, url, list("Get_Lista", n), http.Header{"Accept-Encoding": {"br;q=1.0, gzip;q=0.8"}})
+		if f.readErr != nil || f.resp.Header.Get("Content-Encoding") != "gzip" || f.resp.Header.Get("Vary") != "Accept-Encoding" {
+			t.Fatalf("%v %v", f.readErr, f.resp.Header)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(f.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, err := io.ReadAll(zr)
+		if err != nil || !bytes.Equal(plain, raw) {
+			t.Fatalf("decoded: %v, %d bytes, want the %d of the plain answer", err, len(plain), len(raw))
+		}
+		t.Logf("%d bytes gzipped, from %d", len(f.body), len(plain))
+		if f := fetch(t, url, list("Get_Lista", 10_000), http.Header{"Accept-Encoding": {"gzip;q=0, *"}}); f.resp.Header.Get("Content-Encoding") != "" {
+			t.Fatal("gzip refused with q=0, and sent")
+		}
+	})
+
+	t.Run("max_rows past the first byte", func(t *testing.T) {
+		f := fetch(t, url, list("Get_Lista_50000", n), nil)
+		if f.resp.StatusCode != 200 || f.readErr == nil || json.Valid(f.body) {
+			t.Fatalf("%d, read error %v, %d bytes, valid JSON %v", f.resp.StatusCode, f.readErr, len(f.body), json.Valid(f.body))
+		}
+		if !strings.Contains(e.log.String(), "outcome=cut") && !strings.Contains(e.log.String(), "streamed answer cut") {
+			t.Fatalf("no cut in the log: %s", e.log.String())
+		}
+	})
+}
+
+// TestStreamDeadline: a client that stops reading holds its stream no
+// longer than the stream's deadline; it then gets an unended body that is
+// not JSON, and the server serves others meanwhile.
+func TestStreamDeadline(t *testing.T) {
+	demo := fbtest.Demo(t)
+	setupList(t, demo)
+	e := newEnv(t, gateway.Config{StreamAbove: 64 << 10, StreamTimeout: time.Second}, map[string]any{"demo": anonymous(demo)})
+	srv := httptest.NewServer(e.h)
+	t.Cleanup(srv.Close)
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+path("demo", "executequery"), strings.NewReader(`{"CLAVE":"Get_Lista","N":"200000"}`))
+	resp, err := streamClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	body, err := io.ReadAll(resp.Body)
+	if err == nil || json.Valid(body) {
+		t.Fatalf("after the deadline: read error %v, %d bytes, valid JSON %v", err, len(body), json.Valid(body))
+	}
+	other := fetch(t, srv.URL+path("demo", "executequery"), `{"CLAVE":"Get_Lista","N":"10"}`, nil)
+	if other.readErr != nil || other.resp.StatusCode != 200 {
+		t.Fatalf("the next request: %d %v", other.resp.StatusCode, other.readErr)
+	}
+	t.Logf("cut after %d bytes: %v", len(body), err)
+}
