@@ -41,7 +41,9 @@ func routes(cfg Config) []route {
 	for _, e := range cfg.Endpoints {
 		rs = append(rs, route{method: http.MethodPost, listed: true,
 			suffix: []string{"RestServerIsapi.dll", "api", "v1", "{class}", string(e)},
-			serve:  func(h *Handler, w http.ResponseWriter, r *http.Request, c caller) outcome { return h.execute(w, r, c, e) }})
+			serve: func(h *Handler, w http.ResponseWriter, r *http.Request, c caller) outcome {
+				return h.execute(w, r, c, e)
+			}})
 		if e == catalog.ExecuteQuery {
 			rs = append(rs, route{method: http.MethodGet, listed: true, suffix: []string{"health"},
 				serve: func(h *Handler, _ http.ResponseWriter, r *http.Request, c caller) outcome {
@@ -51,7 +53,9 @@ func routes(cfg Config) []route {
 	}
 	if cfg.OpenAPI {
 		rs = append(rs, route{method: http.MethodGet, suffix: []string{"openapi.json"},
-			serve: func(h *Handler, _ http.ResponseWriter, r *http.Request, c caller) outcome { return h.openAPI(r, c.target) }})
+			serve: func(h *Handler, _ http.ResponseWriter, r *http.Request, c caller) outcome {
+				return h.openAPI(r, c.target)
+			}})
 	}
 	return rs
 }

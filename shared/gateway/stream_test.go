@@ -60,8 +60,8 @@ func checkList(t testing.TB, body []byte, n int) {
 	var answer struct {
 		CodError int `json:"cod_error"`
 		Data     []struct {
-			ID         int    `json:"ID"`
-			REFERENCIA string `json:"REFERENCIA"`
+			ID         int         `json:"ID"`
+			REFERENCIA string      `json:"REFERENCIA"`
 			PRECIO     json.Number `json:"PRECIO"`
 		} `json:"data"`
 	}
