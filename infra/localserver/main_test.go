@@ -2,6 +2,8 @@ package main_test
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -279,6 +281,47 @@ func TestLocalServerLimits(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusRequestTimeout || string(b) != `{"cod_error":1012,"ex_execsql":"the body did not arrive in time"}` {
 			t.Fatalf("unfinished body: HTTP %d %s", resp.StatusCode, b)
+		}
+	}
+}
+
+// TestLocalServerStreamsBigReads: the real binary sends a read of 100,000
+// rows chunked, whole and exact, and gzip-encoded when asked.
+func TestLocalServerStreamsBigReads(t *testing.T) {
+	fbtest.CreateList(t, fbtest.Demo(t))
+	s := start(t, build(t), "GATEWAY_CATALOG="+fbtest.ListCatalog(t))
+	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+	var plain []byte
+	for _, enc := range []string{"", "gzip"} {
+		req, _ := http.NewRequest(http.MethodPost, s.base+"executequery", strings.NewReader(`{"CLAVE":"Get_Lista","N":"100000"}`))
+		if enc != "" {
+			req.Header.Set("Accept-Encoding", enc)
+		}
+		start := time.Now()
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ttfb := time.Since(start)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 || resp.ContentLength != -1 || resp.Header.Get("Content-Encoding") != enc {
+			t.Fatalf("%q: %d %v, Content-Length %d, Content-Encoding %q", enc, resp.StatusCode, err, resp.ContentLength, resp.Header.Get("Content-Encoding"))
+		}
+		if enc == "gzip" {
+			zr, err := gzip.NewReader(bytes.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if body, err = io.ReadAll(zr); err != nil || !bytes.Equal(body, plain) {
+				t.Fatalf("gzip decodes to %d bytes (%v), want the plain %d", len(body), err, len(plain))
+			}
+			continue
+		}
+		fbtest.CheckList(t, body, 100_000)
+		plain = body
+		if ttfb > 500*time.Millisecond {
+			t.Fatalf("first byte after %s", ttfb)
 		}
 	}
 }

@@ -264,34 +264,3 @@ func count(t testing.TB, db *sql.DB, query string, args ...any) int {
 	return n
 }
 
-// setupList creates REST_TEST_LISTA(P_N): P_N rows of a price list, row i
-// (from 1) with ID i, REFERENCIA 'R' and i zero-padded to 9 digits, and
-// about 300 bytes of JSON in all.
-func setupList(t testing.TB, cfg erp.Connection) {
-	t.Helper()
-	admin := fbtest.Open(t, fbtest.Admin(t, cfg))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for _, stmt := range []string{
-		`CREATE OR ALTER PROCEDURE REST_TEST_LISTA (P_N VARCHAR(15)) RETURNS (ID INTEGER, REFERENCIA VARCHAR(20),
-			DESCRIPCION VARCHAR(200), PRECIO NUMERIC(18,4), EXISTENCIA INTEGER, FECHA DATE, BODEGA VARCHAR(40))
-		AS BEGIN
-			ID = 0;
-			WHILE (ID < CAST(P_N AS INTEGER)) DO BEGIN
-				ID = ID + 1;
-				REFERENCIA = 'R' || LPAD(ID, 9, '0');
-				DESCRIPCION = 'Artículo de ferretería número ' || ID || ', caja x 12 "surtida" ' || LPAD('', 100, 'x');
-				PRECIO = ID * 1.5 + 0.0125;
-				EXISTENCIA = MOD(ID, 1000);
-				FECHA = DATE '2026-01-01' + MOD(ID, 365);
-				BODEGA = 'Bodega principal ' || MOD(ID, 7);
-				SUSPEND;
-			END
-		END`,
-		`GRANT EXECUTE ON PROCEDURE REST_TEST_LISTA TO GATEWAY`,
-	} {
-		if _, err := admin.ExecContext(ctx, stmt); err != nil {
-			t.Fatalf("setting up REST_TEST_LISTA: %v", err)
-		}
-	}
-}

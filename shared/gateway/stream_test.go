@@ -54,30 +54,6 @@ func fetch(t testing.TB, url, body string, header http.Header) fetched {
 	return f
 }
 
-// checkList checks a REST_TEST_LISTA answer of n rows, row by row.
-func checkList(t testing.TB, body []byte, n int) {
-	t.Helper()
-	var answer struct {
-		CodError int `json:"cod_error"`
-		Data     []struct {
-			ID         int         `json:"ID"`
-			REFERENCIA string      `json:"REFERENCIA"`
-			PRECIO     json.Number `json:"PRECIO"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(body, &answer); err != nil {
-		t.Fatalf("not JSON: %v (%d bytes)", err, len(body))
-	}
-	if answer.CodError != 0 || len(answer.Data) != n {
-		t.Fatalf("cod_error %d, %d rows, want %d", answer.CodError, len(answer.Data), n)
-	}
-	for i, row := range answer.Data {
-		if row.ID != i+1 || row.REFERENCIA != fmt.Sprintf("R%09d", i+1) {
-			t.Fatalf("row %d: %+v", i, row)
-		}
-	}
-}
-
 // TestStreamingReads: a read's answer past the threshold streams (chunked,
 // no Content-Length), whole and exact, gzip-encoded when asked; one within
 // it is byte for byte what a handler that never streams answers; a failure
@@ -85,7 +61,7 @@ func checkList(t testing.TB, body []byte, n int) {
 // connection that ends in error.
 func TestStreamingReads(t *testing.T) {
 	demo := fbtest.Demo(t)
-	setupList(t, demo)
+	fbtest.CreateList(t, demo)
 	setupRows(t, demo)
 	instances := map[string]any{"demo": anonymous(demo)}
 	e := newEnv(t, gateway.Config{StreamAbove: gateway.DefaultStreamAbove}, instances)
@@ -115,7 +91,7 @@ func TestStreamingReads(t *testing.T) {
 		if f.readErr != nil || f.resp.StatusCode != 200 || f.resp.ContentLength != -1 || len(f.resp.TransferEncoding) == 0 {
 			t.Fatalf("%d %v, Content-Length %d, Transfer-Encoding %v\n%s", f.resp.StatusCode, f.readErr, f.resp.ContentLength, f.resp.TransferEncoding, e.log.String())
 		}
-		checkList(t, f.body, n)
+		fbtest.CheckList(t, f.body, n)
 		if f.ttfb > 500*time.Millisecond {
 			t.Fatalf("first byte after %s", f.ttfb)
 		}
@@ -158,7 +134,7 @@ func TestStreamingReads(t *testing.T) {
 // not JSON, and the server serves others meanwhile.
 func TestStreamDeadline(t *testing.T) {
 	demo := fbtest.Demo(t)
-	setupList(t, demo)
+	fbtest.CreateList(t, demo)
 	e := newEnv(t, gateway.Config{StreamAbove: 64 << 10, StreamTimeout: time.Second}, map[string]any{"demo": anonymous(demo)})
 	srv := httptest.NewServer(e.h)
 	t.Cleanup(srv.Close)
