@@ -1,6 +1,7 @@
 package functions_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -28,6 +29,7 @@ type runtimeAPI struct {
 	mu      sync.Mutex
 	results map[string]chan result
 	seq     atomic.Int64 // request ids, unique among concurrent invocations
+	pause   atomic.Int64 // a time.Duration: see readStream
 }
 
 type invocation struct {
@@ -39,7 +41,18 @@ type result struct {
 	body    []byte
 	isError bool
 	at      time.Time
+	// A streamed response (aws-lambda-go's API Gateway streaming format):
+	// its prelude, when its first body byte came, and the error type of
+	// the trailers the runtime sends when the body fails.
+	streamed  bool
+	prelude   []byte
+	firstByte time.Time
+	errorType string
 }
+
+// streamingType is the Content-Type of a response in API Gateway's
+// streaming format: a JSON prelude, eight NUL bytes, the body.
+const streamingType = "application/vnd.awslambda.http-integration-response"
 
 func newRuntimeAPI(t testing.TB) (*runtimeAPI, *httptest.Server) {
 	r := &runtimeAPI{t: t, events: make(chan invocation, 16), results: make(map[string]chan result)}
@@ -59,8 +72,14 @@ func newRuntimeAPI(t testing.TB) (*runtimeAPI, *httptest.Server) {
 	})
 	answer := func(isError bool) http.HandlerFunc {
 		return func(w http.ResponseWriter, req *http.Request) {
-			body, _ := io.ReadAll(req.Body)
-			r.result(req.PathValue("id")) <- result{body: body, isError: isError, at: time.Now()}
+			res := result{isError: isError}
+			if req.Header.Get("Content-Type") == streamingType {
+				res = r.readStream(req)
+			} else {
+				res.body, _ = io.ReadAll(req.Body)
+			}
+			res.at = time.Now()
+			r.result(req.PathValue("id")) <- res
 			w.WriteHeader(http.StatusAccepted)
 		}
 	}
@@ -73,6 +92,43 @@ func newRuntimeAPI(t testing.TB) (*runtimeAPI, *httptest.Server) {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return r, srv
+}
+
+// readStream reads a streamed response as API Gateway does: the prelude up
+// to eight NUL bytes (within the first 16 KB), then the body as it comes,
+// then the trailers. With pause set, it stops reading after the prelude for
+// that long, as API Gateway does for a slow client.
+func (r *runtimeAPI) readStream(req *http.Request) result {
+	res := result{streamed: true}
+	br := bufio.NewReader(req.Body)
+	delim := strings.Repeat("\x00", 8)
+	for len(res.prelude) <= 16<<10 && !strings.HasSuffix(string(res.prelude), delim) {
+		c, err := br.ReadByte()
+		if err != nil {
+			r.t.Errorf("a streamed response without its prelude: %q", res.prelude)
+			return res
+		}
+		res.prelude = append(res.prelude, c)
+	}
+	res.prelude = res.prelude[:len(res.prelude)-8]
+	if d := time.Duration(r.pause.Load()); d > 0 {
+		time.Sleep(d)
+	}
+	if _, err := br.Peek(1); err == nil {
+		res.firstByte = time.Now()
+	}
+	res.body, _ = io.ReadAll(br)
+	res.errorType = req.Trailer.Get("Lambda-Runtime-Function-Error-Type")
+	return res
+}
+
+// payload is the response as the function wrote it, which Lambda's Invoke
+// returns: for a streamed one, its prelude, the delimiter and its body.
+func (res result) payload() []byte {
+	if !res.streamed {
+		return res.body
+	}
+	return append(append(append([]byte{}, res.prelude...), make([]byte, 8)...), res.body...)
 }
 
 func (r *runtimeAPI) result(id string) chan result {
@@ -92,7 +148,14 @@ func (r *runtimeAPI) invoke(ev events.APIGatewayProxyRequest) (events.APIGateway
 	raw, _ := json.Marshal(ev)
 	res := r.invokeRaw(raw)
 	var resp events.APIGatewayProxyResponse
-	if !res.isError {
+	switch {
+	case res.isError:
+	case res.streamed:
+		if err := json.Unmarshal(res.prelude, &resp); err != nil {
+			r.t.Fatalf("a prelude that is not JSON: %s", res.prelude)
+		}
+		resp.Body = string(res.body)
+	default:
 		if err := json.Unmarshal(res.body, &resp); err != nil {
 			r.t.Fatalf("answer is not a proxy response: %s", res.body)
 		}

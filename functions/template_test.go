@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/erp"
@@ -86,7 +87,9 @@ func builtBy(t *testing.T, s *cfnStack) map[string]string {
 // TestTemplateRoutesAreTheHandlers: the API's routes are the ones each
 // function's handler serves, each integrated with its function's alias, and
 // every route takes an API key when RequireApiKey is on (a route left out of
-// the definition would take none). The hooks serve no route.
+// the definition would take none). A route streams (STREAM, through
+// response-streaming-invocations) exactly when its function writes the
+// streaming format (GATEWAY_RESPONSE_STREAMING). The hooks serve no route.
 func TestTemplateRoutesAreTheHandlers(t *testing.T) {
 	for i, s := range translate(t, map[string]string{}, map[string]string{"RequireApiKey": "true"}) {
 		built := builtBy(t, s)
@@ -107,8 +110,28 @@ func TestTemplateRoutesAreTheHandlers(t *testing.T) {
 			for method, op := range mapOf(methods) {
 				route := strings.ToUpper(method) + " " + path
 				uri, _ := tplAt(op, "x-amazon-apigateway-integration", "uri").(string)
-				fn, _, _ := strings.Cut(strings.TrimPrefix(uri, "arn:aws:apigateway:us-east-1:lambda:path/2015-03-31/functions/ref("), "Aliaslive)")
+				streams := tplAt(op, "x-amazon-apigateway-integration", "responseTransferMode") == "STREAM"
+				prefix, suffix := "arn:aws:apigateway:us-east-1:lambda:path/2015-03-31/functions/ref(", "Aliaslive)/invocations"
+				if streams {
+					prefix, suffix = "arn:aws:apigateway:us-east-1:lambda:path/2021-11-15/functions/ref(", "Aliaslive)/response-streaming-invocations"
+				}
+				fn, ok := strings.CutSuffix(strings.TrimPrefix(uri, prefix), suffix)
+				if !ok || !strings.HasPrefix(uri, prefix) {
+					t.Errorf("%s: integration %s (streams: %v)", route, uri, streams)
+				}
+				if writes := tplAt(s.resources, fn, "Properties", "Environment", "Variables", "GATEWAY_RESPONSE_STREAMING") == "true"; writes != streams {
+					t.Errorf("%s: the integration streams: %v; %s writes the streaming format: %v", route, streams, fn, writes)
+				}
 				got[route] = fn
+				if streams && strings.HasSuffix(route, "/executequery") {
+					// A streamed read may take GATEWAY_STREAM_TIMEOUT: the
+					// function and the integration must wait longer.
+					fnTimeout, _ := tplAt(s.resources, fn, "Properties", "Timeout").(float64)
+					integration, _ := tplAt(op, "x-amazon-apigateway-integration", "timeoutInMillis").(float64)
+					if time.Duration(fnTimeout)*time.Second < gateway.DefaultStreamTimeout+10*time.Second || integration < fnTimeout*1000 {
+						t.Errorf("%s: function timeout %vs, integration timeout %vms; a stream may take %s", route, fnTimeout, integration, gateway.DefaultStreamTimeout)
+					}
+				}
 				var key any
 				if i == 1 {
 					key = []any{map[string]any{"api_key": []any{}}}

@@ -297,11 +297,13 @@ func CheckList(t testing.TB, body []byte, n int) {
 }
 
 // ListCatalog is a catalog file serving REST_TEST_LISTA (CreateList) as
-// Get_Lista, for a binary's GATEWAY_CATALOG.
+// Get_Lista, and as Get_Lista_50000 with that max_rows, for a binary's
+// GATEWAY_CATALOG.
 func ListCatalog(t testing.TB) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "catalog.json")
-	doc := `{"operations":[{"clave":"Get_Lista","endpoint":"executequery","procedure":"REST_TEST_LISTA","params":[{"name":"N","max_chars":15,"required":true}]}]}`
+	op := `"endpoint":"executequery","procedure":"REST_TEST_LISTA","params":[{"name":"N","max_chars":15,"required":true}]`
+	doc := `{"operations":[{"clave":"Get_Lista",` + op + `},{"clave":"Get_Lista_50000","max_rows":50000,` + op + `}]}`
 	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -35,8 +36,11 @@ import (
 // Function is one endpoint's Lambda handler.
 type Function struct {
 	adapter *httpadapter.HandlerAdapter
+	handler http.Handler
 	pools   *firebird.Pools
 	log     *slog.Logger
+	// streaming: the function's integration streams (HandleStream).
+	streaming bool
 }
 
 // New builds the function serving endpoint from the environment (README,
@@ -49,6 +53,16 @@ func New(ctx context.Context, endpoint catalog.Endpoint, builtCatalog string, ge
 		return nil, err
 	}
 	cfg.Endpoints = []catalog.Endpoint{endpoint}
+	var streaming bool
+	switch v := getenv("GATEWAY_RESPONSE_STREAMING"); v {
+	case "true":
+		// Writes are always answered whole: only reads stream.
+		streaming = true
+		cfg.StreamAbove = gateway.DefaultStreamAbove
+	case "", "false":
+	default:
+		return nil, fmt.Errorf("GATEWAY_RESPONSE_STREAMING=%q: want true (the integration streams) or false", v)
+	}
 	cat, err := Catalog(builtCatalog, getenv)
 	if err != nil {
 		return nil, err
@@ -76,7 +90,7 @@ func New(ctx context.Context, endpoint catalog.Endpoint, builtCatalog string, ge
 	cfg.MetricsNamespace = cmp.Or(getenv("GATEWAY_METRICS_NAMESPACE"), "ErpGateway")
 	pools := firebird.NewPools(opts)
 	h := gateway.New(cfg, cat, acc, instances, pools, log)
-	return &Function{adapter: httpadapter.New(h), pools: pools, log: log}, nil
+	return &Function{adapter: httpadapter.New(h), handler: h, pools: pools, log: log, streaming: streaming}, nil
 }
 
 // Catalog is the catalog a binary serves: the file GATEWAY_CATALOG names,
@@ -195,14 +209,7 @@ func instanceSource(getenv func(string) string, sm func() (*secretsmanager.Clien
 // Handle serves one API Gateway event. The Lambda deadline and the API
 // Gateway request context reach the handler through ctx.
 func (f *Function) Handle(ctx context.Context, event events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
-	if name, ok := event.PathParameters["instance"]; ok {
-		ctx = gateway.WithPathInstance(ctx, name)
-	}
-	ids := gateway.RequestIDs{API: event.RequestContext.RequestID}
-	if lc, ok := lambdacontext.FromContext(ctx); ok {
-		ids.Lambda = lc.AwsRequestID
-	}
-	ctx = gateway.WithRequestIDs(ctx, ids)
+	ctx, ids := f.requestContext(ctx, event)
 	resp, err := f.adapter.ProxyWithContext(ctx, event)
 	if err != nil {
 		// The event could not become an http.Request (a body that is not
@@ -211,6 +218,28 @@ func (f *Function) Handle(ctx context.Context, event events.APIGatewayProxyReque
 		return badEvent(ids.API), nil
 	}
 	return resp, nil
+}
+
+// requestContext hands the handler what the event says of the request: the
+// instance API Gateway matched and the request's ids.
+func (f *Function) requestContext(ctx context.Context, event events.APIGatewayProxyRequest) (context.Context, gateway.RequestIDs) {
+	if name, ok := event.PathParameters["instance"]; ok {
+		ctx = gateway.WithPathInstance(ctx, name)
+	}
+	ids := gateway.RequestIDs{API: event.RequestContext.RequestID}
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		ids.Lambda = lc.AwsRequestID
+	}
+	return gateway.WithRequestIDs(ctx, ids), ids
+}
+
+// Handler is what lambda.Start serves: HandleStream where the integration
+// streams, Handle where it buffers.
+func (f *Function) Handler() any {
+	if f.streaming {
+		return f.HandleStream
+	}
+	return f.Handle
 }
 
 func badEvent(requestID string) events.APIGatewayProxyResponse {
@@ -241,5 +270,5 @@ func Main(endpoint catalog.Endpoint, builtCatalog string) {
 		log.Error("cannot start", "endpoint", endpoint, "err", err)
 		os.Exit(1)
 	}
-	lambda.Start(fn.Handle)
+	lambda.Start(fn.Handler())
 }

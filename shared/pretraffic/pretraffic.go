@@ -8,6 +8,7 @@
 package pretraffic
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -245,11 +246,28 @@ func (h *Hook) send(ctx context.Context, ev events.APIGatewayProxyRequest, p Pro
 	if out.FunctionError != nil {
 		return fmt.Errorf("the new version failed (%s): %s", *out.FunctionError, clip(out.Payload))
 	}
-	var resp events.APIGatewayProxyResponse
-	if err := json.Unmarshal(out.Payload, &resp); err != nil || resp.StatusCode == 0 {
-		return fmt.Errorf("not an API Gateway proxy response: %s", clip(out.Payload))
+	resp, err := proxyResponse(out.Payload)
+	if err != nil {
+		return err
 	}
 	return wellFormed(resp, p)
+}
+
+// proxyResponse reads a function's response as API Gateway does: a proxy
+// response (JSON), or, from a function whose integration streams, a JSON
+// prelude, eight NUL bytes and the body, which Invoke returns as written.
+func proxyResponse(payload []byte) (events.APIGatewayProxyResponse, error) {
+	var resp events.APIGatewayProxyResponse
+	prelude, body, streamed := bytes.Cut(payload, make([]byte, 8))
+	if streamed && len(prelude) <= 16<<10 && json.Unmarshal(prelude, &resp) == nil && resp.StatusCode != 0 {
+		resp.Body = string(body)
+		return resp, nil
+	}
+	resp = events.APIGatewayProxyResponse{}
+	if err := json.Unmarshal(payload, &resp); err != nil || resp.StatusCode == 0 {
+		return resp, fmt.Errorf("not an API Gateway proxy response: %s", clip(payload))
+	}
+	return resp, nil
 }
 
 // wellFormed holds an answer to what the gateway's interface promises.
