@@ -22,7 +22,7 @@ const (
 	// request's start; before its first byte a read has Config.Timeout.
 	DefaultStreamTimeout = 5 * time.Minute
 	// streamChunk is how much of a streaming answer is sent at once.
-	streamChunk = 64 << 10
+	streamChunk = 256 << 10
 )
 
 // errStreamAborted is what a piece meets once the handler stopped waiting
