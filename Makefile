@@ -123,7 +123,8 @@ test: test-db
 # driver call measured in the same run.
 bench: test-db
 	@mkdir -p bin
-	@FB_TEST_SYSDBA_PASSWORD=$$($(FB) sysdba) go test -run '^$$' -bench . -skip Write -benchmem -count $(or $(COUNT),3) ./shared/gateway/ | tee bin/bench.txt
+	@FB_TEST_SYSDBA_PASSWORD=$$($(FB) sysdba) go test -run '^$$' -bench . -skip 'Write|BigRead' -benchmem -count $(or $(COUNT),3) ./shared/gateway/ | tee bin/bench.txt
+	@FB_TEST_SYSDBA_PASSWORD=$$($(FB) sysdba) go test -run '^$$' -bench BigRead -benchtime 10x -count $(or $(COUNT),3) ./shared/gateway/ | tee -a bin/bench.txt
 	@FB_TEST_SYSDBA_PASSWORD=$$($(FB) sysdba) go test -run '^$$' -bench Write -benchtime 3000x -count $(or $(COUNT),3) ./shared/gateway/ | tee -a bin/bench.txt
 	@awk '/GetReferencias\/raw-2/ {r+=$$3; nr++} /GetReferencias\/raw-deadline/ {d+=$$3; nd++} /GetReferencias\/handler/ {h+=$$3; nh++} \
 	  END {printf "handler / raw = %.2fx; handler / raw-with-deadline = %.2fx (mean of %d runs each)\n", (h/nh)/(r/nr), (h/nh)/(d/nd), nh}' bin/bench.txt
