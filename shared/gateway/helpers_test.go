@@ -263,4 +263,3 @@ func count(t testing.TB, db *sql.DB, query string, args ...any) int {
 	}
 	return n
 }
-
