@@ -81,9 +81,9 @@ func (s *stream) send(p []byte) error {
 			s.zw = s.pool.Get().(*gzip.Writer)
 			s.zw.Reset(s.w)
 		}
+		s.w.WriteHeader(http.StatusOK)
 		// The server's own write timeout is for answers sent whole.
 		s.rc.SetWriteDeadline(s.deadline.Add(time.Second)) //nolint:errcheck // not every writer has one
-		s.w.WriteHeader(http.StatusOK)
 	}
 	var err error
 	if s.zw != nil {
