@@ -1,6 +1,7 @@
 package access
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -80,12 +81,12 @@ type Current struct {
 // are refused until a read succeeds.
 func Start(ctx context.Context, load Load, o Options, log *slog.Logger) (*Current, error) {
 	if o.Every > 0 {
-		o.MaxAge = cmpOr(o.MaxAge, DefaultMaxAge)
+		o.MaxAge = cmp.Or(o.MaxAge, DefaultMaxAge)
 		// Never slower than the regular re-read.
-		o.Retry = cmpOr(o.Retry, min(DefaultRetry, o.Every))
+		o.Retry = cmp.Or(o.Retry, min(DefaultRetry, o.Every))
 	}
-	o.Timeout = cmpOr(o.Timeout, DefaultTimeout)
-	o.Wait = cmpOr(o.Wait, DefaultWait)
+	o.Timeout = cmp.Or(o.Timeout, DefaultTimeout)
+	o.Wait = cmp.Or(o.Wait, DefaultWait)
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -99,13 +100,6 @@ func Start(ctx context.Context, load Load, o Options, log *slog.Logger) (*Curren
 		return nil, err
 	}
 	return c, nil
-}
-
-func cmpOr(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }
 
 // Static holds doc for good: tests and tools.

@@ -50,7 +50,6 @@ type stream struct {
 	held    bool // the call's pieces are refused: the handler answers
 	aborted bool // the body is to be left unended
 	zw      *gzip.Writer
-	sent    int // bytes of the answer, before compression
 }
 
 func (h *Handler) newStream(w http.ResponseWriter, r *http.Request) *stream {
@@ -96,7 +95,6 @@ func (s *stream) send(p []byte) error {
 	if err == nil {
 		err = s.rc.Flush()
 	}
-	s.sent += len(p)
 	return err
 }
 
