@@ -342,7 +342,7 @@ func TestKeyRemovalHasABound(t *testing.T) {
 	}
 	// settle lets a background read finish.
 	settle := func() {
-		for c.inFlight() != nil {
+		for c.docs.Fetching(struct{}{}) {
 			time.Sleep(time.Millisecond)
 		}
 	}

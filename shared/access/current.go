@@ -7,10 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/erp-gateway/gateway/shared/cache"
 	"github.com/erp-gateway/gateway/shared/erp"
 )
 
@@ -50,14 +49,6 @@ const (
 	DefaultWait    = time.Second
 )
 
-// state is one read's result: the document in force and when it was read,
-// or why there is none (never read, or the last read was malformed).
-type state struct {
-	doc  *Document
-	read time.Time
-	err  error
-}
-
 // Current holds the access document of one execution environment, read at
 // start-up and again once it is older than Options.Every, so a key added for
 // a rotation reaches running environments without a deploy. A read that
@@ -68,13 +59,14 @@ type Current struct {
 	load Load
 	o    Options
 	log  *slog.Logger
-	st   atomic.Pointer[state]
-	// tried is when the last read started, in unix nanoseconds.
-	tried atomic.Int64
-
-	mu      sync.Mutex
-	reading chan struct{} // closed when the read in flight ends
+	// docs holds a document read again; nil, doc is held for good.
+	docs *cache.Cache[struct{}, *Document]
+	doc  *Document
 }
+
+// errUnread marks a read that failed, which leaves the document in force
+// (up to MaxAge), unlike one that found it malformed.
+var errUnread = errors.New("reading the access document")
 
 // Start reads the document once. A source read only once (Every 0) must
 // read now or Start fails; one read again keeps trying at requests, which
@@ -91,120 +83,73 @@ func Start(ctx context.Context, load Load, o Options, log *slog.Logger) (*Curren
 		o.Now = time.Now
 	}
 	c := &Current{load: load, o: o, log: log}
-	c.st.Store(&state{err: errors.New("the access document was never read")})
-	c.tried.Store(o.Now().UnixNano())
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
-	defer cancel()
-	err := c.read(ctx)
-	if err != nil && o.Every <= 0 {
-		return nil, err
+	if o.Every <= 0 {
+		ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+		defer cancel()
+		doc, err := c.read(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c.doc = doc
+		return c, nil
 	}
+	every := min(o.Every, o.MaxAge)
+	c.docs = cache.New[struct{}, *Document](cache.Options{
+		TTL:      every,
+		StaleFor: o.MaxAge - every,
+		// A failed read is tried again at the next Every while the document
+		// is in force; once it is not, Document asks for one per Retry.
+		NegativeTTL: every,
+		Keep:        func(err error) bool { return errors.Is(err, errUnread) },
+		// Requests never wait for a read while the document is in force.
+		Background: true,
+		MinRefresh: o.Retry,
+		Timeout:    o.Timeout,
+		// The wall clock: an environment frozen between invocations must
+		// see the hours it slept.
+		Now: func() time.Time { return o.Now().Round(0) },
+	})
+	c.docs.Get(ctx, struct{}{}, c.read) //nolint:errcheck // logged by read; Document says the rest
 	return c, nil
 }
 
 // Static holds doc for good: tests and tools.
 func Static(doc *Document) *Current {
-	c := &Current{o: Options{Now: time.Now}}
-	c.st.Store(&state{doc: doc})
-	return c
+	return &Current{o: Options{Now: time.Now}, doc: doc}
 }
 
-// read reads the document and puts the result in force.
-func (c *Current) read(ctx context.Context) error {
+// read reads the document.
+func (c *Current) read(ctx context.Context) (*Document, error) {
 	data, err := c.load(ctx)
 	if err != nil {
-		err = fmt.Errorf("reading the access document: %w", err)
-		if c.st.Load().doc != nil {
-			c.log.Warn("keeping the access document in force", "err", err, "read_at", c.st.Load().read)
-		} else {
-			c.log.Error("no access document: tokens are refused", "err", err)
-		}
-		return err
+		err = fmt.Errorf("%w: %w", errUnread, err)
+		c.log.Warn("the access document could not be read: tokens are refused once the last good read is older than max_age", "err", err, "max_age", c.o.MaxAge)
+		return nil, err
 	}
 	doc, err := Parse(data)
 	if err != nil {
 		c.log.Error("the access document is malformed: tokens are refused until it is mended", "err", err)
-		c.st.Store(&state{err: err})
-		return err
+		return nil, err
 	}
-	c.st.Store(&state{doc: doc, read: c.o.Now().Round(0)})
-	return nil
-}
-
-// trusted is the document in force at now, or why tokens cannot be checked.
-func (c *Current) trusted(now time.Time) (*Document, error) {
-	s := c.st.Load()
-	switch {
-	case s.doc == nil:
-		return nil, s.err
-	// The wall clock: an environment frozen between invocations must see
-	// the hours it slept.
-	case c.o.MaxAge > 0 && now.Round(0).Sub(s.read) > c.o.MaxAge:
-		return nil, fmt.Errorf("the access document was last read at %s, longer ago than %s", s.read.UTC().Format(time.RFC3339), c.o.MaxAge)
-	}
-	return s.doc, nil
+	return doc, nil
 }
 
 // Document returns the document in force. A read is started by time only,
 // never by what a request carries, so strangers cannot make it happen more
 // often: in the background while the document may be trusted; while it may
-// not, ctx waits for a read (at most one per Options.Retry).
+// not, ctx waits for a read (at most one per Options.Retry), up to
+// Options.Wait.
 func (c *Current) Document(ctx context.Context) (*Document, error) {
-	now := c.o.Now()
-	doc, err := c.trusted(now)
-	if c.o.Every <= 0 {
-		return doc, err
+	if c.docs == nil {
+		return c.doc, nil
 	}
-	since := now.Sub(time.Unix(0, c.tried.Load()))
-	if err == nil {
-		if since > c.o.Every {
-			c.start(now)
-		}
-		return doc, nil
+	ctx, cancel := context.WithTimeout(ctx, c.o.Wait)
+	defer cancel()
+	doc, err := c.docs.Get(ctx, struct{}{}, c.read)
+	if err != nil {
+		doc, err = c.docs.Refresh(ctx, struct{}{}, c.read)
 	}
-	done := c.inFlight()
-	if done == nil && since >= c.o.Retry {
-		done = c.start(now)
-	}
-	if done != nil {
-		wait := time.NewTimer(c.o.Wait)
-		defer wait.Stop()
-		select {
-		case <-done:
-		case <-wait.C:
-		case <-ctx.Done():
-		}
-	}
-	return c.trusted(c.o.Now())
-}
-
-func (c *Current) inFlight() chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.reading
-}
-
-// start begins a read unless one is in flight, and returns its end. The
-// read has its own deadline: the request that started it may go away.
-func (c *Current) start(now time.Time) chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.reading != nil {
-		return c.reading
-	}
-	done := make(chan struct{})
-	c.reading = done
-	c.tried.Store(now.UnixNano())
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), c.o.Timeout)
-		defer cancel()
-		c.read(ctx) //nolint:errcheck // logged by read; the state says the rest
-		c.mu.Lock()
-		c.reading = nil
-		c.mu.Unlock()
-		close(done)
-	}()
-	return done
+	return doc, err
 }
 
 // Authorize checks a request's Authorization header values for instance and

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/erp-gateway/gateway/shared/cache"
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/openapi"
@@ -27,24 +28,12 @@ type Describer interface {
 // is explained from one up to descriptionTTL old, read again when that one
 // sees nothing wrong; the health check reads afresh unless a reading began
 // at most healthReuse ago, so an ALTER or DROP shows at once. At most
-// descriptionsCap instances are kept; only authenticated requests add one.
+// descriptionsCap readings are kept; only authenticated requests add one.
 const (
 	descriptionTTL  = time.Minute
 	healthReuse     = time.Second
 	descriptionsCap = 1024
 )
-
-// description is one instance's latest reading.
-type description struct {
-	// reading is held while the database is read, so that a burst (of
-	// calls it cannot run, of health checks) reads it once, and each
-	// instance has at most one reading in flight; waiting for it ends with
-	// the caller's deadline.
-	reading chan struct{}
-	cfg     erp.Connection
-	at      time.Time // when the reading began
-	said    said
-}
 
 // said is what one reading of a database said.
 type said struct {
@@ -65,43 +54,22 @@ func (s said) keyFindings() []catalog.Finding {
 	return out
 }
 
-type descriptions struct {
-	mu      sync.Mutex
-	entries map[string]*description
+// descriptions are the latest readings, each serving the calls that would
+// read the same: a burst (of calls the database cannot run, of health
+// checks) reads it once, and waiting for a reading ends with the caller's
+// deadline. A failed reading is not kept.
+type descriptions = cache.Cache[reading, said]
+
+// reading is what is read: an instance's database, reached with cfg, and
+// its idempotency keys' table when keys.
+type reading struct {
+	instance string
+	cfg      erp.Connection
+	keys     bool
 }
 
 func newDescriptions() *descriptions {
-	return &descriptions{entries: make(map[string]*description)}
-}
-
-// entry is the instance's description, made on first use.
-func (c *descriptions) entry(instance string) *description {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.entries[instance]; ok {
-		return e
-	}
-	if len(c.entries) >= descriptionsCap {
-		for name, e := range c.entries {
-			if time.Since(e.at) >= descriptionTTL {
-				delete(c.entries, name)
-			}
-		}
-		if len(c.entries) >= descriptionsCap {
-			clear(c.entries)
-		}
-	}
-	e := &description{reading: make(chan struct{}, 1)}
-	c.entries[instance] = e
-	return e
-}
-
-// kept is e's reading if it is of cfg, began within maxAge, and checked the
-// key table when keys.
-func (c *descriptions) kept(e *description, cfg erp.Connection, maxAge time.Duration, keys bool) (said, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return e.said, e.said.procs != nil && e.cfg == cfg && time.Since(e.at) < maxAge && (e.said.keys || !keys)
+	return cache.New[reading, said](cache.Options{TTL: descriptionTTL, MinRefresh: healthReuse, MaxEntries: descriptionsCap})
 }
 
 // describe returns what the instance's database says of the catalog's
@@ -113,31 +81,18 @@ func (h *Handler) describe(ctx context.Context, t erp.Target, maxAge time.Durati
 	if !ok {
 		return said{}, false, nil
 	}
-	c := h.described
-	e := c.entry(t.Instance)
-	if got, ok := c.kept(e, t.Connection, maxAge, keys); ok {
-		return got, false, nil
+	read := h.described.Get
+	if maxAge < descriptionTTL {
+		read = h.described.Refresh // kept for healthReuse
 	}
-	select {
-	case e.reading <- struct{}{}:
-		defer func() { <-e.reading }()
-	case <-ctx.Done():
-		return said{}, false, ctx.Err()
-	}
-	// The reading waited for may be recent enough.
-	if got, ok := c.kept(e, t.Connection, maxAge, keys); ok {
-		return got, false, nil
-	}
-	began := time.Now()
-	procs, keyProblems, err := d.Describe(ctx, t, h.catalog.Procedures(), keys)
-	if err != nil {
-		return said{}, false, err
-	}
-	got = said{procs: procs, keys: keys, keyProblems: keyProblems}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e.cfg, e.at, e.said = t.Connection, began, got
-	return got, true, nil
+	// Of the callers waiting for a reading, the one whose it is says so.
+	var mine atomic.Bool
+	got, err = read(ctx, reading{t.Instance, t.Connection, keys}, func(ctx context.Context) (said, error) {
+		mine.Store(true)
+		procs, keyProblems, err := d.Describe(ctx, t, h.catalog.Procedures(), keys)
+		return said{procs: procs, keys: keys, keyProblems: keyProblems}, err
+	})
+	return got, mine.Load(), err
 }
 
 // diagnose explains, in the doctor's words, why the database cannot run op
