@@ -21,7 +21,7 @@ export FB_TEST_PASSWORD ?= gateway-demo
 help:
 	@echo "make run | make test | make serve ADDR=host:port INSTANCES=file ACCESS=file | make bench | make lint"
 	@echo "make load | make build [CATALOG=file] | make deploy | make local-api | make token INSTANCE=name [READ_ONLY=1] [CLAVES=a,b] [EXPIRES=YYYY-MM-DD] | make token-key | make demo-reset   (README.md)"
-	@echo "make openapi | make check | make doctor | make catalog-from-db | make idempotency-sql [USER=GATEWAY]   (README.md, \"The catalog\")"
+	@echo "make openapi | make check | make doctor | make catalog-from-db | make idempotency-sql [USER=GATEWAY] | make kept INSTANCE=name KEY=key   (README.md, \"The catalog\")"
 
 # Mint a bearer token for INSTANCE with the access document: a file (ACCESS,
 # the demo's by default) or, with ACCESS_SECRET=id, the deployed secret.
@@ -36,7 +36,7 @@ token:
 token-key:
 	@go run ./infra/minttoken -new-key
 
-.PHONY: help token token-key load-neighbour load-slow run serve test bench load lint demo-db demo-reset firebird test-db build deploy local-api build-ExecuteQueryFunction build-ExecuteFunction build-ExecuteQueryHookFunction build-ExecuteHookFunction check-catalog catalog-from-db doctor openapi check idempotency-sql
+.PHONY: help token token-key load-neighbour load-slow run serve test bench load lint demo-db demo-reset firebird test-db build deploy local-api build-ExecuteQueryFunction build-ExecuteFunction build-ExecuteQueryHookFunction build-ExecuteHookFunction check-catalog catalog-from-db doctor openapi check idempotency-sql kept
 
 # The Lambda binaries: linux/arm64, static, no RPC shim, stripped. CATALOG=file
 # (make build, sam build) builds that catalog into both, gzipped and base64'd
@@ -101,6 +101,11 @@ check:
 # the gateway's Firebird user (GATEWAY), not the shell's.
 idempotency-sql:
 	@go run ./infra/catalog idempotency-sql -user '$(if $(filter command line,$(origin USER)),$(USER),GATEWAY)'
+
+# The answers kept under an Idempotency-Key, as the client got them (JSON),
+# for a DBA: make kept INSTANCE=name KEY=key (README, "Writes that are safe to retry").
+kept:
+	@go run ./infra/catalog kept -instances $(INSTANCES) -instance '$(or $(INSTANCE),demo)' -key '$(KEY)'
 
 # Compare a catalog (CATALOG=file, or the specification's) with each instance's database.
 doctor:

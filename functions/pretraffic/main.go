@@ -5,9 +5,7 @@
 package main
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -21,11 +19,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/erp-gateway/gateway/shared/access"
-	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/erp"
-	"github.com/erp-gateway/gateway/shared/gateway"
 	"github.com/erp-gateway/gateway/shared/lambdafn"
 	"github.com/erp-gateway/gateway/shared/pretraffic"
+	"github.com/erp-gateway/gateway/shared/settings"
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
@@ -51,34 +48,27 @@ func main() {
 	lambda.Start(hook.Handle)
 }
 
-// newHook reads GATEWAY_HOOK_ENDPOINT (whose version it checks),
-// GATEWAY_HOOK_TARGET (the new version's ARN), GATEWAY_HOOK_INSTANCE,
-// GATEWAY_CLASS and the access document as the functions read it.
+// newHook reads the hook's settings (the endpoint whose new version it
+// checks, that version's ARN, the instance it calls), the class and the
+// access document as the functions read it.
 func newHook(ctx context.Context, getenv func(string) string, awsCfg aws.Config, log *slog.Logger) (*pretraffic.Hook, error) {
-	cfg, err := gateway.ConfigFromEnv(getenv)
+	s, err := settings.Read(getenv)
 	if err != nil {
 		return nil, err
 	}
-	endpoint := catalog.Endpoint(getenv("GATEWAY_HOOK_ENDPOINT"))
-	if endpoint != catalog.ExecuteQuery && endpoint != catalog.Execute {
-		return nil, fmt.Errorf("GATEWAY_HOOK_ENDPOINT=%q: want %s or %s", endpoint, catalog.ExecuteQuery, catalog.Execute)
+	// Empty is valid for the functions, which read the same table; a hook
+	// checks nothing without them.
+	if s.HookEndpoint == "" || s.HookTarget == "" {
+		return nil, fmt.Errorf("%s and %s are both required (the template sets them)", settings.EnvHookEndpoint, settings.EnvHookTarget)
 	}
-	target := getenv("GATEWAY_HOOK_TARGET")
-	if target == "" {
-		return nil, errors.New("GATEWAY_HOOK_TARGET: the ARN of the version to check is required")
-	}
-	instance := getenv("GATEWAY_HOOK_INSTANCE")
-	if instance != "" && !erp.ValidInstanceName(instance) {
-		return nil, fmt.Errorf("GATEWAY_HOOK_INSTANCE=%q is not an instance name", instance)
-	}
-	cat, err := lambdafn.Catalog(catalogB64, getenv)
+	cat, err := lambdafn.Catalog(catalogB64, s.Catalog)
 	if err != nil {
 		return nil, err
 	}
 	// The access document is read at each check, not at start: a hook runs
 	// once per deployment and must sign with the key of the day.
 	token := func(ctx context.Context, instance string) (string, error) {
-		data, err := accessDocument(ctx, getenv, awsCfg)
+		data, err := accessDocument(ctx, s, awsCfg)
 		if err != nil {
 			return "", err
 		}
@@ -91,17 +81,16 @@ func newHook(ctx context.Context, getenv func(string) string, awsCfg aws.Config,
 		tok, _, err := doc.Mint(instance, "", erp.Limits{ReadOnly: true, Expires: time.Now().Add(time.Hour)})
 		return tok, err
 	}
-	return pretraffic.New(pretraffic.Config{Endpoint: endpoint, Target: target, Instance: instance, Class: cmp.Or(cfg.Class, gateway.DefaultClass)},
+	return pretraffic.New(pretraffic.Config{Endpoint: s.HookEndpoint, Target: s.HookTarget, Instance: s.HookInstance, Class: s.Class},
 		cat, awslambda.NewFromConfig(awsCfg), codedeploy.NewFromConfig(awsCfg), token, log), nil
 }
 
-func accessDocument(ctx context.Context, getenv func(string) string, awsCfg aws.Config) ([]byte, error) {
-	if inline := getenv("GATEWAY_ACCESS_JSON"); inline != "" {
-		return []byte(inline), nil
+func accessDocument(ctx context.Context, s settings.Settings, awsCfg aws.Config) ([]byte, error) {
+	if s.AccessJSON != "" {
+		return []byte(s.AccessJSON), nil
 	}
-	id := getenv("GATEWAY_ACCESS_SECRET")
-	if id == "" {
-		return nil, errors.New("no access document: set GATEWAY_ACCESS_SECRET (or GATEWAY_ACCESS_JSON)")
+	if s.AccessSecret == "" {
+		return nil, fmt.Errorf("no access document: set %s (or %s)", settings.EnvAccessSecret, settings.EnvAccessJSON)
 	}
-	return tenants.SecretString(ctx, secretsmanager.NewFromConfig(awsCfg), id)
+	return tenants.SecretString(ctx, secretsmanager.NewFromConfig(awsCfg), s.AccessSecret)
 }

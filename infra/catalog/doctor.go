@@ -10,6 +10,7 @@ import (
 
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/firebird"
+	"github.com/erp-gateway/gateway/shared/idempotency"
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
@@ -50,7 +51,7 @@ func doctor(ctx context.Context, args []string, stdout io.Writer) error {
 		findings := cat.Diagnose(procs)
 		if inst.Idempotency {
 			kctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			problems, err := firebird.CheckKeyTable(kctx, inst.Connection)
+			problems, err := idempotency.CheckTable(kctx, inst.Connection)
 			cancel()
 			if err != nil {
 				fmt.Fprintf(stdout, "%s: cannot read the database: %v\n", name, err)

@@ -5,9 +5,10 @@
 //	catalog from-db -instances F [-instance N] [-procedures 'REST_%']
 //	catalog doctor -instances F [-catalog FILE]  compare a catalog with each instance's database
 //	catalog idempotency-sql [-user GATEWAY]    the idempotency keys' table and its grants, for a DBA
+//	catalog kept -instances F -instance N -key K  the answers kept under a key, as JSON
 //
 // `make build` runs check, `make catalog-from-db` from-db, `make doctor`
-// doctor, `make idempotency-sql` idempotency-sql.
+// doctor, `make idempotency-sql` idempotency-sql, `make kept` kept.
 package main
 
 import (
@@ -22,7 +23,7 @@ import (
 	"strings"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
-	"github.com/erp-gateway/gateway/shared/firebird"
+	"github.com/erp-gateway/gateway/shared/idempotency"
 )
 
 func main() {
@@ -41,6 +42,8 @@ func main() {
 		err = doctor(ctx, os.Args[2:], os.Stdout)
 	case "idempotency-sql":
 		err = idempotencySQL(os.Args[2:], os.Stdout)
+	case "kept":
+		err = kept(ctx, os.Args[2:], os.Stdout)
 	default:
 		usage()
 	}
@@ -51,7 +54,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: catalog check FILE... | catalog from-db -instances FILE [-instance NAME] [-procedures 'REST_%'] | catalog doctor -instances FILE [-catalog FILE] | catalog idempotency-sql [-user NAME]")
+	fmt.Fprintln(os.Stderr, "usage: catalog check FILE... | catalog from-db -instances FILE [-instance NAME] [-procedures 'REST_%'] | catalog doctor -instances FILE [-catalog FILE] | catalog idempotency-sql [-user NAME] | catalog kept -instances FILE -instance NAME -key KEY")
 	os.Exit(2)
 }
 
@@ -80,6 +83,6 @@ func idempotencySQL(args []string, stdout io.Writer) error {
 	if !sqlName.MatchString(*user) {
 		return fmt.Errorf("idempotency-sql: %q is not a user name (letters, digits, _ and $, starting with a letter)", *user)
 	}
-	_, err := io.WriteString(stdout, firebird.KeyTableSQL(strings.ToUpper(*user)))
+	_, err := io.WriteString(stdout, idempotency.TableSQL(strings.ToUpper(*user)))
 	return err
 }

@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/fbtest"
@@ -161,5 +163,31 @@ func TestDoctorTranscript(t *testing.T) {
 		"demo: warning: REST_SELECT_TERCEROS (Get_Terceros): input P_CODIGO is VARCHAR(15) in the database, the catalog allows 12 characters\n"
 	if !errors.Is(err, errFindings) || out.String() != want {
 		t.Fatalf("%v:\n%s\nwant:\n%s", err, out.String(), want)
+	}
+}
+
+// TestKeptPrintsTheAnswerAsJSON: make kept shows a DBA the answer a client
+// got, from either form of the key's row.
+func TestKeptPrintsTheAnswerAsJSON(t *testing.T) {
+	cfg := fbtest.Demo(t)
+	fbtest.KeyTable(t, cfg)
+	admin := fbtest.Open(t, fbtest.Admin(t, cfg))
+	key := fmt.Sprintf("kept-tool-%d", time.Now().UnixNano())
+	for scope, answer := range map[string]string{"a": "K1;t6:CODIGOi5:VECES3:abc1:2", "b": `{"cod_error":0,"data":[]}`} {
+		if _, err := admin.Exec(`INSERT INTO GATEWAY_IDEMPOTENCY (SCOPE, IDEM_KEY, CLAVE, REQUEST_HASH, ANSWER, CREATED_AT) VALUES (?, ?, 'Set_Pago', 'h', ?, CURRENT_TIMESTAMP)`, scope, key, []byte(answer)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	if err := kept(context.Background(), []string{"-instances", demoInstances(t), "-instance", "demo", "-key", key}, &out); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "# scope a, key "+key+", CLAVE Set_Pago, kept ") ||
+		lines[1] != `{"cod_error":0,"data":[{"CODIGO":"abc","VECES":2}]}` || lines[3] != `{"cod_error":0,"data":[]}` {
+		t.Fatalf("printed:\n%s", out.String())
+	}
+	if err := kept(context.Background(), []string{"-instances", demoInstances(t), "-instance", "demo", "-key", "nothing-" + key}, &out); err == nil {
+		t.Fatal("no error for a key nothing is kept under")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/firebird"
 	"github.com/erp-gateway/gateway/shared/gateway"
+	"github.com/erp-gateway/gateway/shared/idempotency"
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
@@ -40,7 +41,7 @@ func server(t *testing.T, cfg gateway.Config, keys bool, edit func([]byte) []byt
 	}
 	pools := firebird.NewPools(firebird.Options{})
 	t.Cleanup(func() { pools.Close() })
-	h := gateway.New(cfg, cat, fbtest.DemoAccess(t, "../.."), single{inst}, pools, slog.New(slog.DiscardHandler))
+	h := gateway.New(cfg, cat, fbtest.DemoAccess(t, "../.."), single{inst}, idempotency.New(pools, 0), slog.New(slog.DiscardHandler))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, r)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -93,12 +94,7 @@ func neighbour(ctx context.Context, o options, d time.Duration, clients int) err
 	if err != nil {
 		return err
 	}
-	p99 := func(l []time.Duration) time.Duration {
-		if len(l) == 0 {
-			return 0
-		}
-		return l[max(len(l)*99/100-1, 0)]
-	}
+	p99 := func(l []time.Duration) time.Duration { return percentile(l, 99) }
 	fmt.Printf("b alone:              %6d calls, p99 %s\n", len(alone.b), p99(alone.b).Round(time.Microsecond))
 	for _, m := range []struct {
 		what string
@@ -117,13 +113,6 @@ func neighbour(ctx context.Context, o options, d time.Duration, clients int) err
 		}
 	}
 	return nil
-}
-
-func cmpErr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 type neighbourTally struct {
@@ -151,7 +140,7 @@ func neighbourPhase(ctx context.Context, baseB, tokenB, baseA, tokenA string, cl
 			if err != nil {
 				t.mu.Lock()
 				t.other++
-				t.firstErr = cmpErr(t.firstErr, err)
+				t.firstErr = cmp.Or(t.firstErr, err)
 				t.mu.Unlock()
 				continue
 			}
@@ -171,7 +160,7 @@ func neighbourPhase(ctx context.Context, baseB, tokenB, baseA, tokenA string, cl
 		defer t.mu.Unlock()
 		if err := wantData(status, answer); err != nil {
 			t.other++
-			t.firstErr = cmpErr(t.firstErr, err)
+			t.firstErr = cmp.Or(t.firstErr, err)
 			return
 		}
 		t.b = append(t.b, took)
@@ -186,7 +175,7 @@ func neighbourPhase(ctx context.Context, baseB, tokenB, baseA, tokenA string, cl
 			t.aPaused = append(t.aPaused, took)
 		default:
 			t.other++
-			t.firstErr = cmpErr(t.firstErr, unexpected(status, answer))
+			t.firstErr = cmp.Or(t.firstErr, unexpected(status, answer))
 		}
 	}
 	n := clients

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -57,7 +58,7 @@ func slowClients(ctx context.Context, o options, n int, d time.Duration) error {
 				break
 			}
 			failed++
-			firstErr = cmpErr(firstErr, err)
+			firstErr = cmp.Or(firstErr, err)
 			continue
 		}
 		latencies = append(latencies, took)

@@ -30,12 +30,15 @@ func (r result) perSecond() float64 {
 }
 
 // percentile is the nearest-rank percentile of the latencies.
-func (r result) percentile(p float64) time.Duration {
-	if len(r.latencies) == 0 {
+func (r result) percentile(p float64) time.Duration { return percentile(r.latencies, p) }
+
+// percentile is the nearest-rank percentile of sorted latencies, 0 for none.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
 		return 0
 	}
-	i := int(math.Ceil(p/100*float64(len(r.latencies)))) - 1
-	return r.latencies[max(i, 0)]
+	i := int(math.Ceil(p/100*float64(len(sorted)))) - 1
+	return sorted[max(i, 0)]
 }
 
 func (r result) cpuPerRequest() (time.Duration, bool) {

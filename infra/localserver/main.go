@@ -5,7 +5,6 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -24,6 +23,8 @@ import (
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/firebird"
 	"github.com/erp-gateway/gateway/shared/gateway"
+	"github.com/erp-gateway/gateway/shared/idempotency"
+	"github.com/erp-gateway/gateway/shared/settings"
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
@@ -35,22 +36,24 @@ func main() {
 	maxRequests := flag.Int("max-requests", 64, "requests at work at once (their bodies arrived); more are refused with 429")
 	flag.Parse()
 
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: gateway.LogLevel(os.Getenv("LOG_LEVEL"))}))
-	if err := run(*addr, *instancesPath, *accessPath, *readTimeout, *maxRequests, log); err != nil {
+	s, err := settings.Read(os.Getenv)
+	// Settings that cannot be read are told at INFO, the zero level.
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: s.LogLevel}))
+	if err == nil {
+		err = run(*addr, *instancesPath, *accessPath, *readTimeout, *maxRequests, s, log)
+	}
+	if err != nil {
 		log.Error("localserver stopped", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr, instancesPath, accessPath string, readTimeout time.Duration, maxRequests int, log *slog.Logger) error {
-	cfg, err := gateway.ConfigFromEnv(os.Getenv)
-	if err != nil {
-		return err
-	}
+func run(addr, instancesPath, accessPath string, readTimeout time.Duration, maxRequests int, s settings.Settings, log *slog.Logger) error {
+	cfg := gateway.NewConfig(s)
 	cfg.OpenAPI = true
 	// Chunked: a read's answer of any size streams (README, "Large answers").
 	cfg.StreamAbove = gateway.DefaultStreamAbove
-	cat, err := gateway.CatalogFromEnv(os.Getenv)
+	cat, err := gateway.LoadCatalog(s.Catalog)
 	if err != nil {
 		return err
 	}
@@ -63,16 +66,12 @@ func run(addr, instancesPath, accessPath string, readTimeout time.Duration, maxR
 	if err != nil {
 		return fmt.Errorf("%s: %w", accessPath, err)
 	}
-	opts, err := firebird.OptionsFromEnv(os.Getenv)
-	if err != nil {
-		return err
-	}
-	pools := firebird.NewPools(opts)
+	pools := firebird.NewPools(firebird.Options{StmtMaxAge: s.StmtMaxAge, ConnMaxIdle: s.ConnMaxIdle})
 	defer pools.Close()
 
 	srv := &http.Server{
 		Addr:              addr,
-		Handler:           limit(gateway.New(cfg, cat, acc, instances, pools, log), maxRequests, cmp.Or(cfg.MaxBody, gateway.DefaultMaxBody)),
+		Handler:           limit(gateway.New(cfg, cat, acc, instances, idempotency.New(pools, 0), log), maxRequests, cfg.MaxBody),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      time.Minute,
@@ -87,7 +86,7 @@ func run(addr, instancesPath, accessPath string, readTimeout time.Duration, maxR
 		defer cancel()
 		srv.Shutdown(shutdown) //nolint:errcheck // best effort on the way out
 	}()
-	fmt.Fprintf(os.Stderr, "serving the gateway on http://%s (instances from %s; %s)\n", addr, instancesPath, served(os.Getenv("GATEWAY_CATALOG"), cat))
+	fmt.Fprintf(os.Stderr, "serving the gateway on http://%s (instances from %s; %s)\n", addr, instancesPath, served(s.Catalog, cat))
 	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
@@ -95,7 +94,7 @@ func run(addr, instancesPath, accessPath string, readTimeout time.Duration, maxR
 }
 
 // served says which catalog the server serves, and how many operations:
-// without GATEWAY_CATALOG it is the specification's four, which an operator
+// without a catalog file it is the specification's four, which an operator
 // who meant to serve a file of their own would otherwise learn from an
 // unknown-CLAVE refusal.
 func served(catalogPath string, cat *catalog.Catalog) string {

@@ -31,6 +31,12 @@ type DBParam struct {
 	Precision int    // NUMERIC, DECIMAL
 	Scale     int    // NUMERIC, DECIMAL: digits after the point
 	SubType   int    // BLOB: 0 binary, 1 text
+	// Domain is the domain the parameter takes its type from (RDB$n for
+	// one declared inline), so that a statement can declare a variable of
+	// exactly its type: TYPE OF "domain".
+	Domain string
+	// Charset is a text's character set (UTF8, WIN1252, NONE, OCTETS).
+	Charset string
 }
 
 // String writes the type as SQL declares it: VARCHAR(20), NUMERIC(18,4).

@@ -2,33 +2,65 @@ package erp
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 )
 
-// The outcomes a database adapter reports besides success and an
-// *Exception. Each wraps its cause, which is for logs only.
+// Fault is an outcome a database adapter reports instead of an answer, born
+// with what the gateway needs to answer it: its code (the code table says
+// its status and what the client may do) and whether it tells that the
+// database failed to serve the call, which alone counts against the
+// instance (its breaker). An adapter wraps a fault around its cause, which
+// is for logs only: fmt.Errorf("%w: %w", erp.ErrUnavailable, cause).
+type Fault struct {
+	text string
+	Code Code
+	// Down: the database failed to serve the call (unreachable, out of
+	// time), as opposed to answering it with a refusal.
+	Down bool
+	// of is the broader fault this one is a case of (errors.Is holds).
+	of *Fault
+}
+
+func (f *Fault) Error() string { return f.text }
+
+func (f *Fault) Unwrap() error {
+	if f.of == nil {
+		return nil
+	}
+	return f.of
+}
+
+// FaultOf is the most specific fault err carries, nil when it carries none.
+func FaultOf(err error) *Fault {
+	var f *Fault
+	if errors.As(err, &f) {
+		return f
+	}
+	return nil
+}
+
+// The faults.
 var (
 	// ErrUnavailable: the database could not serve the call (unreachable,
-	// shut down, out of time, refusing the credentials, unable to prepare
-	// it). Nothing of the call was committed.
-	ErrUnavailable = errors.New("database unavailable")
-	// ErrCredentials is an ErrUnavailable where the server refused the user
-	// or password, so fresher settings may help.
-	ErrCredentials = fmt.Errorf("%w: credentials refused", ErrUnavailable)
-	// ErrCannotRun is an ErrUnavailable where the database answered but
-	// cannot run the call as the catalog states it: the procedure is
-	// missing, has another signature, or may not be executed.
-	ErrCannotRun = fmt.Errorf("%w: the database cannot run the call", ErrUnavailable)
+	// shut down, out of time). Nothing of the call was committed.
+	ErrUnavailable = &Fault{text: "database unavailable", Code: CodeUnavailable, Down: true}
+	// ErrCredentials: the server refused the user or password, so fresher
+	// settings may help. The database answered: it is up.
+	ErrCredentials = &Fault{text: "database unavailable: credentials refused", Code: CodeUnavailable, of: ErrUnavailable}
+	// ErrCannotRun: the database answered but cannot run the call as the
+	// catalog states it: the procedure is missing, has another signature,
+	// or may not be executed. One procedure's trouble says nothing of the
+	// others.
+	ErrCannotRun = &Fault{text: "database unavailable: the database cannot run the call", Code: CodeUnavailable, of: ErrUnavailable}
 	// ErrOutcomeUnknown: a write's commit was sent and never answered; it
 	// may or may not have been committed.
-	ErrOutcomeUnknown = errors.New("the outcome of the write is unknown")
+	ErrOutcomeUnknown = &Fault{text: "the outcome of the write is unknown", Code: CodeOutcomeUnknown, Down: true}
 	// ErrKeyReused: the idempotency key was kept for another request.
-	ErrKeyReused = errors.New("the idempotency key was used for another request")
+	ErrKeyReused = &Fault{text: "the idempotency key was used for another request", Code: CodeKeyReused}
 	// ErrKeyInProgress: a request with the idempotency key is still
 	// running and did not end in time.
-	ErrKeyInProgress = errors.New("a request with the idempotency key is still running")
+	ErrKeyInProgress = &Fault{text: "a request with the idempotency key is still running", Code: CodeKeyInProgress}
 )
 
 // Exception is the database's own refusal of a call: a user exception raised
@@ -51,6 +83,4 @@ type Key struct {
 	Fingerprint string
 	// TTL is how long a key is kept; after it the key runs anew.
 	TTL time.Duration
-	// Answer is the answer to keep, asked once the write's rows are in out.
-	Answer func() []byte
 }

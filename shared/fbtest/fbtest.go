@@ -20,6 +20,7 @@ import (
 	"github.com/erp-gateway/gateway/shared/access"
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/firebird"
+	"github.com/erp-gateway/gateway/shared/idempotency"
 )
 
 func env(t testing.TB, name string) string {
@@ -142,13 +143,13 @@ func KeyTable(t testing.TB, cfg erp.Connection) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var exists int
-	if err := admin.QueryRowContext(ctx, `SELECT COUNT(*) FROM RDB$RELATIONS WHERE RDB$RELATION_NAME = ?`, firebird.KeyTable).Scan(&exists); err != nil {
+	if err := admin.QueryRowContext(ctx, `SELECT COUNT(*) FROM RDB$RELATIONS WHERE RDB$RELATION_NAME = ?`, idempotency.KeyTable).Scan(&exists); err != nil {
 		t.Fatal(err)
 	}
 	if exists > 0 {
 		return
 	}
-	for _, stmt := range strings.Split(firebird.KeyTableSQL(strings.ToUpper(cfg.User)), ";\n") {
+	for _, stmt := range strings.Split(idempotency.TableSQL(strings.ToUpper(cfg.User)), ";\n") {
 		var lines []string
 		for _, l := range strings.Split(stmt, "\n") {
 			if !strings.HasPrefix(l, "--") {
@@ -298,7 +299,7 @@ func CheckList(t testing.TB, body []byte, n int) {
 
 // ListCatalog is a catalog file serving REST_TEST_LISTA (CreateList) as
 // Get_Lista, and as Get_Lista_50000 with that max_rows, for a binary's
-// GATEWAY_CATALOG.
+// catalog setting (README, "Configuration").
 func ListCatalog(t testing.TB) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "catalog.json")

@@ -37,22 +37,33 @@ const (
 	committing              // a write's commit was sent: until it answers, its outcome is unknown
 )
 
-// txMode is the transaction a call runs in.
-type txMode int
+// Mode is the transaction a body runs in.
+type Mode int
 
 const (
-	txRead  txMode = iota // the connection's read transaction (conn.call)
-	txWrite               // READ COMMITTED WAIT, of its own
-	txProbe               // READ COMMITTED NO WAIT, of its own: a lock held is an error, never a wait
+	// ReadOnly is the connection's read transaction (conn.call).
+	ReadOnly Mode = iota
+	// ReadWrite is READ COMMITTED WAIT, of its own: concurrent inserts of
+	// one key wait for each other and get the database's answer.
+	ReadWrite
+	// NoWait is READ COMMITTED NO WAIT, of its own: a lock held is an
+	// error, never a wait.
+	NoWait
 )
+
+// ErrRollback, returned by a body (wrapped or not), rolls its transaction
+// back and is returned as it is, unclassified and never retried: the body's
+// own verdict, which its caller reads from what the body recorded.
+var ErrRollback = errors.New("firebird: rolled back by its body")
 
 // Read runs a selectable procedure in a read-only transaction and encodes
 // its rows into out. An error of out's limits (record.ErrTooManyRows,
 // record.ErrTooLarge) stops the fetch and is returned as it is.
 func (p *Pools) Read(ctx context.Context, t erp.Target, procedure string, args []any, out *record.Encoder) error {
 	query := selectSQL(procedure, len(args))
-	return p.do(ctx, t, txRead, out, func(ctx context.Context, s *session) error {
-		return s.query(ctx, query, args, out)
+	return p.Transact(ctx, t, ReadOnly, out, func(ctx context.Context, s *Session) error {
+		_, err := s.Query(ctx, query, args, out, 0)
+		return err
 	})
 }
 
@@ -61,27 +72,31 @@ func (p *Pools) Read(ctx context.Context, t erp.Target, procedure string, args [
 // only when both succeeded and the rows fit out's limits.
 func (p *Pools) Write(ctx context.Context, t erp.Target, procedure string, args []any, readBack string, readArgs []any, out *record.Encoder) error {
 	exec, query := executeSQL(procedure, len(args)), selectSQL(readBack, len(readArgs))
-	return p.do(ctx, t, txWrite, out, func(ctx context.Context, s *session) error {
-		if err := s.exec(ctx, exec, args); err != nil {
+	return p.Transact(ctx, t, ReadWrite, out, func(ctx context.Context, s *Session) error {
+		if err := s.Exec(ctx, exec, args); err != nil {
 			return err
 		}
-		return s.query(ctx, query, readArgs, out)
+		_, err := s.Query(ctx, query, readArgs, out, 0)
+		return err
 	})
 }
 
 // Ping makes one round trip to the instance's database on a connection of
 // its pool (a new one when the pool's are dead): a breaker's probe.
 func (p *Pools) Ping(ctx context.Context, t erp.Target) error {
-	return p.do(ctx, t, txRead, nil, func(ctx context.Context, s *session) error {
+	return p.Transact(ctx, t, ReadOnly, nil, func(ctx context.Context, s *Session) error {
 		return s.fc.Ping(ctx)
 	})
 }
 
-// do runs body in a transaction on one of the instance's connections. A call
-// that finds its connection dead before a commit was sent is retried once on
-// a fresh pool: nothing of it can have been committed. A call abandoned at
-// its deadline is never retried, so out has one writer at a time.
-func (p *Pools) do(ctx context.Context, t erp.Target, mode txMode, out *record.Encoder, body func(context.Context, *session) error) error {
+// Transact runs body in a transaction of mode on one of the instance's
+// connections, committed when body returns nil (a ReadOnly one is kept: see
+// conn.call), and returns what failed as the domain's outcomes (classify).
+// A call that finds its connection dead before a commit was sent is retried
+// once on a fresh pool: nothing of it can have been committed. A call
+// abandoned at its deadline is never retried, so out has one writer at a
+// time.
+func (p *Pools) Transact(ctx context.Context, t erp.Target, mode Mode, out *record.Encoder, body func(context.Context, *Session) error) error {
 	for attempt := 0; ; attempt++ {
 		cur, err := p.get(t)
 		if err != nil {
@@ -97,7 +112,7 @@ func (p *Pools) do(ctx context.Context, t erp.Target, mode txMode, out *record.E
 		}
 		// Past a spill the answer is on its way: never retried, and its
 		// caller only needs the cause, for its log.
-		if overLimit(err) || keyed(err) || (out != nil && out.Spilled()) {
+		if overLimit(err) || errors.Is(err, ErrRollback) || (out != nil && out.Spilled()) {
 			return err
 		}
 		ph := phase(at.Load())
@@ -134,12 +149,12 @@ func guard(ctx context.Context, work func() error) error {
 	case err := <-done:
 		return err
 	case <-timer.C:
-		return fmt.Errorf("abandoned after the deadline: %w", ctx.Err())
+		return fmt.Errorf("abandoned after the deadline: %w", context.Cause(ctx))
 	}
 }
 
 // run takes a connection from the pool for one call.
-func (cur *pool) run(ctx context.Context, opts Options, mode txMode, at *atomic.Int32, body func(context.Context, *session) error) error {
+func (cur *pool) run(ctx context.Context, opts Options, mode Mode, at *atomic.Int32, body func(context.Context, *Session) error) error {
 	sc, err := cur.db.Conn(ctx)
 	if err != nil {
 		return err
@@ -169,7 +184,7 @@ func (cur *pool) run(ctx context.Context, opts Options, mode txMode, at *atomic.
 // transaction of their own, committed or rolled back before call returns.
 // When the wire is in an unknown state the connection is marked broken
 // instead: the pool drops its socket and the server rolls back.
-func (c *conn) call(ctx context.Context, opts Options, mode txMode, at *atomic.Int32, body func(context.Context, *session) error) error {
+func (c *conn) call(ctx context.Context, opts Options, mode Mode, at *atomic.Int32, body func(context.Context, *Session) error) error {
 	fc, err := c.fb()
 	if err != nil {
 		return err
@@ -180,10 +195,10 @@ func (c *conn) call(ctx context.Context, opts Options, mode txMode, at *atomic.I
 			return err
 		}
 	}
-	s := &session{conn: c, fc: fc, at: at}
-	if mode == txRead {
+	s := &Session{conn: c, fc: fc, at: at}
+	if mode == ReadOnly {
 		if c.read == nil {
-			tx, err := fc.BeginTx(ctx, txOptions(txRead))
+			tx, err := fc.BeginTx(ctx, txOptions(ReadOnly))
 			if err != nil {
 				c.settle(ctx, fc, err)
 				return err
@@ -237,14 +252,12 @@ func (c *conn) endRead() error {
 	return nil
 }
 
-// txOptions: READ COMMITTED, read-only for reads. Writes WAIT for locks, so
-// concurrent inserts of one key wait for each other and get the database's
-// answer (the deadline bounds the wait); probes do not wait.
-func txOptions(mode txMode) driver.TxOptions {
+// txOptions: READ COMMITTED always (Mode says why each).
+func txOptions(mode Mode) driver.TxOptions {
 	switch mode {
-	case txRead:
+	case ReadOnly:
 		return driver.TxOptions{Isolation: driver.IsolationLevel(sql.LevelReadCommitted), ReadOnly: true}
-	case txProbe:
+	case NoWait:
 		return driver.TxOptions{Isolation: driver.IsolationLevel(firebirdsql.LevelReadCommittedNoWait)}
 	}
 	return driver.TxOptions{Isolation: driver.IsolationLevel(sql.LevelReadCommitted)}
@@ -270,7 +283,7 @@ func (c *conn) ping(ctx context.Context, fc driverConn) error {
 // talk: not when the deadline passed or the wire is out of step. An answer
 // over its limits stopped on our side, with the wire in step.
 func (c *conn) settle(ctx context.Context, fc driverConn, err error) bool {
-	if ctx.Err() != nil || !fc.IsValid() || connectionLost(ctx, err) && !overLimit(err) {
+	if ctx.Err() != nil || !fc.IsValid() || connectionLost(ctx, err) && !overLimit(err) && !errors.Is(err, ErrRollback) {
 		c.broken = true
 	}
 	return !c.broken

@@ -46,7 +46,7 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &conn{inner: dc, stmts: make(map[string]*stmt), max: c.maxStmt, used: time.Now()}, nil
+	return &conn{inner: dc, stmts: make(map[string]*stmt), blocks: make(map[string]block), max: c.maxStmt, used: time.Now()}, nil
 }
 
 func (c *connector) Driver() driver.Driver { return c.driver.Driver() }
@@ -69,15 +69,15 @@ type conn struct {
 	used   time.Time // end of the last call
 	broken bool      // the wire is in an unknown state: never reuse
 	read   driver.Tx // the transaction reads run in (conn.call)
-	// blocks holds each keyed procedure's block (session.block), written
-	// from the procedure's signature as read on this connection.
-	blocks map[string]keyedBlock
+	// blocks holds each block (Session.Block), written from
+	// its procedures' signatures as read on this connection.
+	blocks map[string]block
 }
 
 // stmt is a statement prepared on a conn, reused for the conn's life.
 type stmt struct {
 	driver.Stmt
-	prepared time.Time
+	used time.Time // its last use: the least recently used is evicted
 }
 
 func (c *conn) fb() (driverConn, error) {
@@ -110,23 +110,20 @@ var errNotThroughDatabaseSQL = errors.New("firebird: statements run through Pool
 // when Lambda discards an execution environment.
 func (c *conn) Close() error {
 	if fc, ok := c.inner.(driverConn); ok && fc.IsValid() {
-		// A ping whose deadline has already passed fails before it writes,
-		// and leaves the wire marked out of step: the driver's Close then
-		// only closes the socket.
-		_ = fc.Ping(expired{})
+		// A ping given closePing cannot be answered in time across any
+		// real link: it leaves the wire marked out of step, and the
+		// driver's Close then only drops the socket. A server near and
+		// quick enough to answer it is one the polite close costs little.
+		ctx, cancel := context.WithTimeout(context.Background(), closePing)
+		_ = fc.Ping(ctx)
+		cancel()
 	}
 	return c.inner.Close()
 }
 
-// expired is a context whose deadline has passed but which is not done: the
-// driver checks Err before it starts (nil here), then arms the socket with
-// the deadline, so the first write fails at once.
-type expired struct{}
-
-func (expired) Deadline() (time.Time, bool) { return time.Unix(1, 0), true }
-func (expired) Done() <-chan struct{}       { return make(chan struct{}) }
-func (expired) Err() error                  { return nil }
-func (expired) Value(any) any               { return nil }
+// closePing bounds the ping Close sends to turn the driver's polite close
+// into a dropped socket.
+const closePing = time.Millisecond
 
 // statement returns the connection's prepared statement for query,
 // preparing it on first use. It must run inside a transaction of the
@@ -134,10 +131,11 @@ func (expired) Value(any) any               { return nil }
 // current transaction.
 func (c *conn) statement(ctx context.Context, fc driverConn, query string) (*stmt, error) {
 	if s, ok := c.stmts[query]; ok {
+		s.used = time.Now()
 		return s, nil
 	}
 	if len(c.stmts) >= c.max {
-		c.evictOldest()
+		c.evictLeastUsed()
 	}
 	// Counted as asked: the server does the work whether or not it succeeds.
 	tally.Add(ctx, tally.StatementPrepares)
@@ -145,7 +143,7 @@ func (c *conn) statement(ctx context.Context, fc driverConn, query string) (*stm
 	if err != nil {
 		return nil, err
 	}
-	s := &stmt{Stmt: ds, prepared: time.Now()}
+	s := &stmt{Stmt: ds, used: time.Now()}
 	c.stmts[query] = s
 	return s, nil
 }
@@ -158,15 +156,15 @@ func (c *conn) forget(query string) {
 	}
 }
 
-func (c *conn) evictOldest() {
-	var oldest string
+func (c *conn) evictLeastUsed() {
+	var least string
 	var at time.Time
 	for q, s := range c.stmts {
-		if at.IsZero() || s.prepared.Before(at) {
-			oldest, at = q, s.prepared
+		if at.IsZero() || s.used.Before(at) {
+			least, at = q, s.used
 		}
 	}
-	c.forget(oldest)
+	c.forget(least)
 }
 
 var (

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
@@ -153,9 +154,11 @@ func describe(ctx context.Context, tx *sql.Tx, name string) (catalog.Procedure, 
 		return p, err
 	}
 	p.Executable = grants > 0 || user == owner || user == "SYSDBA"
-	if p.Inputs, p.Outputs, err = parameters(ctx, tx, name); err != nil {
+	sig, err := signatures(ctx, txQuerier(tx), []string{name})
+	if err != nil {
 		return p, err
 	}
+	p.Inputs, p.Outputs = sig[name].Inputs, sig[name].Outputs
 	p.UngrantedExceptions, err = column(ctx, tx, `
 		SELECT DISTINCT TRIM(d.RDB$DEPENDED_ON_NAME) FROM RDB$DEPENDENCIES d
 		WHERE d.RDB$DEPENDENT_NAME = ? AND d.RDB$DEPENDENT_TYPE = 5 AND d.RDB$DEPENDED_ON_TYPE = 7
@@ -167,17 +170,83 @@ func describe(ctx context.Context, tx *sql.Tx, name string) (catalog.Procedure, 
 }
 
 // Describe is the package's Describe for an instance the pools serve, on
-// one attachment with, when keys, what CheckKeyTable says.
-func (p *Pools) Describe(ctx context.Context, t erp.Target, names []string, keys bool) (procs map[string]catalog.Procedure, keyProblems []string, err error) {
+// one attachment with what keeps each of tables from serving (Table.check).
+func (p *Pools) Describe(ctx context.Context, t erp.Target, names []string, tables ...Table) (procs map[string]catalog.Procedure, problems []string, err error) {
 	err = reading(ctx, t.Connection, func(tx *sql.Tx) error {
-		if procs, err = describeAll(ctx, tx, names); err != nil || !keys {
+		if procs, err = describeAll(ctx, tx, names); err != nil {
 			return err
 		}
-		keyProblems, err = checkKeyTable(ctx, tx)
-		return err
+		for _, table := range tables {
+			found, err := table.check(ctx, tx)
+			if err != nil {
+				return err
+			}
+			problems = append(problems, found...)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	return procs, keyProblems, nil
+	return procs, problems, nil
+}
+
+// Table is a table of the gateway's own that a DBA installs in an
+// instance's database: its columns, and the privileges the gateway's user
+// needs on it.
+type Table struct {
+	Name       string
+	Columns    []string
+	Privileges []string // SELECT, INSERT, UPDATE, DELETE
+	// Install says how a DBA installs it, for the problems found.
+	Install string
+}
+
+// CheckTable says what keeps the gateway's user from using table in cfg's
+// database; nothing when all is there.
+func CheckTable(ctx context.Context, cfg erp.Connection, table Table) (problems []string, err error) {
+	err = reading(ctx, cfg, func(tx *sql.Tx) error {
+		problems, err = table.check(ctx, tx)
+		return err
+	})
+	return problems, err
+}
+
+// check finds the table missing, a column missing, a privilege not granted
+// (to the user, its role or PUBLIC), with CURRENT_USER and CURRENT_ROLE as
+// the procedures' grants are.
+func (t Table) check(ctx context.Context, tx *sql.Tx) ([]string, error) {
+	columns, err := column(ctx, tx, `SELECT TRIM(RDB$FIELD_NAME) FROM RDB$RELATION_FIELDS WHERE RDB$RELATION_NAME = ?`, t.Name)
+	if err != nil {
+		return nil, err
+	}
+	if len(columns) == 0 {
+		return []string{t.Name + " does not exist: " + t.Install}, nil
+	}
+	var problems []string
+	for _, c := range t.Columns {
+		if !slices.Contains(columns, c) {
+			problems = append(problems, fmt.Sprintf("%s has no column %s: %s", t.Name, c, t.Install))
+		}
+	}
+	granted, err := column(ctx, tx, `SELECT TRIM(RDB$PRIVILEGE) FROM RDB$USER_PRIVILEGES
+		WHERE RDB$RELATION_NAME = ? AND (RDB$USER = CURRENT_USER OR RDB$USER = CURRENT_ROLE OR RDB$USER = 'PUBLIC')`, t.Name)
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	for _, p := range t.Privileges {
+		// RDB$PRIVILEGE is the privilege's first letter.
+		if !slices.Contains(granted, p[:1]) {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) > 0 {
+		user, err := column(ctx, tx, `SELECT TRIM(CURRENT_USER) FROM RDB$DATABASE`)
+		if err != nil {
+			return nil, err
+		}
+		problems = append(problems, fmt.Sprintf("%s may not be used by %s: GRANT %s ON %s TO %s", t.Name, user[0], strings.Join(missing, ", "), t.Name, user[0]))
+	}
+	return problems, nil
 }

@@ -64,7 +64,7 @@ func classify(ctx context.Context, at phase, err error) error {
 	case at == committing && (!isFB || ctx.Err() != nil || hasCode(fb, lostConnectionCodes)):
 		return fmt.Errorf("%w: %w", erp.ErrOutcomeUnknown, err)
 	case ctx.Err() != nil:
-		return fmt.Errorf("%w: %w", erp.ErrUnavailable, ctx.Err())
+		return fmt.Errorf("%w: %w", erp.ErrUnavailable, context.Cause(ctx))
 	case !isFB:
 		return fmt.Errorf("%w: %w", erp.ErrUnavailable, err)
 	case hasCode(fb, lostConnectionCodes) || hasCode(fb, unavailableCodes):

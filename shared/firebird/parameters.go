@@ -3,7 +3,11 @@ package firebird
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"errors"
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/tally"
@@ -31,7 +35,7 @@ const (
 	typeBlob        = 261
 )
 
-var fieldTypes = map[int]string{
+var fieldTypes = map[int64]string{
 	typeSmallint: "SMALLINT", typeInteger: "INTEGER", typeBigint: "BIGINT", typeFloat: "FLOAT",
 	typeDouble: "DOUBLE PRECISION", typeDate: "DATE", typeTime: "TIME", typeTimestamp: "TIMESTAMP",
 	typeChar: "CHAR", typeVarchar: "VARCHAR", typeBlob: "BLOB", typeBoolean: "BOOLEAN",
@@ -41,28 +45,91 @@ var fieldTypes = map[int]string{
 
 // integerDigits is the precision a NUMERIC stored in each integer type has
 // when RDB$FIELD_PRECISION does not say (domains of older servers).
-var integerDigits = map[int]int{typeSmallint: 4, typeInteger: 9, typeBigint: 18}
+var integerDigits = map[int64]int{typeSmallint: 4, typeInteger: 9, typeBigint: 18}
 
-func parameters(ctx context.Context, tx *sql.Tx, name string) (inputs, outputs []catalog.DBParam, err error) {
-	tally.Add(ctx, tally.StatementPrepares) // database/sql prepares each query
-	rows, err := tx.QueryContext(ctx, `
-		SELECT TRIM(pp.RDB$PARAMETER_NAME), pp.RDB$PARAMETER_TYPE, f.RDB$FIELD_TYPE,
-			COALESCE(f.RDB$FIELD_SUB_TYPE, 0), COALESCE(f.RDB$FIELD_SCALE, 0), COALESCE(f.RDB$FIELD_PRECISION, 0),
-			COALESCE(f.RDB$CHARACTER_LENGTH, f.RDB$FIELD_LENGTH, 0)
-		FROM RDB$PROCEDURE_PARAMETERS pp
-		JOIN RDB$FIELDS f ON f.RDB$FIELD_NAME = pp.RDB$FIELD_SOURCE
-		WHERE pp.RDB$PROCEDURE_NAME = ? AND pp.RDB$PACKAGE_NAME IS NULL
-		ORDER BY pp.RDB$PARAMETER_TYPE, pp.RDB$PARAMETER_NUMBER`, name)
+// querier runs a query and hands each row's values to each: a pool's
+// Session and a database/sql transaction of the description's own
+// attachment both serve, so a signature is read by one piece of code.
+type querier func(ctx context.Context, query string, args []any, each func([]driver.Value) error) error
+
+// Each runs query and hands each row's values to each, which may keep
+// none of them.
+func (s *Session) Each(ctx context.Context, query string, args []any, each func([]driver.Value) error) error {
+	rows, err := s.open(ctx, query, args)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var p catalog.DBParam
-		var direction, fieldType, scale int
-		if err := rows.Scan(&p.Name, &direction, &fieldType, &p.SubType, &scale, &p.Precision, &p.Chars); err != nil {
-			return nil, nil, err
+	dest := make([]driver.Value, len(rows.Columns()))
+	for {
+		if err := rows.Next(dest); errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			return s.failed(ctx, query, err)
 		}
+		if err := each(dest); err != nil {
+			return err
+		}
+	}
+}
+
+func txQuerier(tx *sql.Tx) querier {
+	return func(ctx context.Context, query string, args []any, each func([]driver.Value) error) error {
+		tally.Add(ctx, tally.StatementPrepares) // database/sql prepares each query
+		rows, err := tx.QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		cols, err := rows.Columns()
+		if err != nil {
+			return err
+		}
+		vals, ptrs := make([]driver.Value, len(cols)), make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		for rows.Next() {
+			if err := rows.Scan(ptrs...); err != nil {
+				return err
+			}
+			if err := each(vals); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	}
+}
+
+// signatures reads the parameters of the named procedures (upper case, as
+// Firebird keeps unquoted names) in one round trip. A procedure that does
+// not exist has no entry.
+func signatures(ctx context.Context, q querier, names []string) (map[string]catalog.Procedure, error) {
+	query := `SELECT TRIM(pp.RDB$PROCEDURE_NAME), TRIM(pp.RDB$PARAMETER_NAME), pp.RDB$PARAMETER_TYPE, TRIM(pp.RDB$FIELD_SOURCE),
+			f.RDB$FIELD_TYPE, COALESCE(f.RDB$FIELD_SUB_TYPE, 0), COALESCE(f.RDB$FIELD_SCALE, 0), COALESCE(f.RDB$FIELD_PRECISION, 0),
+			COALESCE(f.RDB$CHARACTER_LENGTH, f.RDB$FIELD_LENGTH, 0), COALESCE(TRIM(cs.RDB$CHARACTER_SET_NAME), '')
+		FROM RDB$PROCEDURE_PARAMETERS pp
+		JOIN RDB$FIELDS f ON f.RDB$FIELD_NAME = pp.RDB$FIELD_SOURCE
+		LEFT JOIN RDB$CHARACTER_SETS cs ON cs.RDB$CHARACTER_SET_ID = f.RDB$CHARACTER_SET_ID
+		WHERE pp.RDB$PROCEDURE_NAME IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(names)), ", ") + `) AND pp.RDB$PACKAGE_NAME IS NULL
+		ORDER BY pp.RDB$PARAMETER_TYPE, pp.RDB$PARAMETER_NUMBER`
+	args := make([]any, len(names))
+	for i, n := range names {
+		args[i] = n
+	}
+	out := make(map[string]catalog.Procedure, len(names))
+	err := q(ctx, query, args, func(v []driver.Value) error {
+		var n [5]int64
+		for i, x := range []driver.Value{v[2], v[4], v[5], v[6], v[7]} {
+			n[i], _ = x.(int64)
+		}
+		direction, fieldType, scale := n[0], n[1], n[3]
+		p := catalog.DBParam{SubType: int(n[2]), Precision: int(n[4])}
+		p.Name, _ = v[1].(string)
+		p.Domain, _ = v[3].(string)
+		p.Charset, _ = v[9].(string)
+		chars, _ := v[8].(int64)
+		p.Chars = int(chars)
 		p.Type = fieldTypes[fieldType]
 		if p.Type == "" {
 			p.Type = fmt.Sprintf("field type %d", fieldType)
@@ -70,7 +137,7 @@ func parameters(ctx context.Context, tx *sql.Tx, name string) (inputs, outputs [
 		_, integer := integerDigits[fieldType]
 		if integer && (scale < 0 || p.SubType == 1 || p.SubType == 2) {
 			// NUMERIC and DECIMAL are stored as scaled integers.
-			p.Type, p.Scale = "NUMERIC", -scale
+			p.Type, p.Scale = "NUMERIC", int(-scale)
 			if p.SubType == 2 {
 				p.Type = "DECIMAL"
 			}
@@ -81,11 +148,15 @@ func parameters(ctx context.Context, tx *sql.Tx, name string) (inputs, outputs [
 		if fieldType != typeBlob && !integer {
 			p.SubType = 0
 		}
+		name, _ := v[0].(string)
+		proc := out[name]
 		if direction == 0 {
-			inputs = append(inputs, p)
+			proc.Inputs = append(proc.Inputs, p)
 		} else {
-			outputs = append(outputs, p)
+			proc.Outputs = append(proc.Outputs, p)
 		}
-	}
-	return inputs, outputs, rows.Err()
+		out[name] = proc
+		return nil
+	})
+	return out, err
 }

@@ -4,7 +4,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -28,10 +27,13 @@ type Options struct {
 	StmtMaxAge time.Duration
 	// MaxStatements caps the statements prepared on one connection (64).
 	MaxStatements int
-	// KeySweepEvery (10s) is how often one process sweeps an instance's
-	// expired idempotency keys, after a keyed write.
-	KeySweepEvery time.Duration
 }
+
+// Defaults of Options.
+const (
+	DefaultConnMaxIdle = 240 * time.Second
+	DefaultStmtMaxAge  = 60 * time.Second
+)
 
 func (o Options) withDefaults() Options {
 	def := func(d *time.Duration, v time.Duration) {
@@ -45,31 +47,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxStatements <= 0 {
 		o.MaxStatements = 64
 	}
-	def(&o.ConnMaxIdle, 240*time.Second)
-	def(&o.StmtMaxAge, 60*time.Second)
-	def(&o.KeySweepEvery, 10*time.Second)
+	def(&o.ConnMaxIdle, DefaultConnMaxIdle)
+	def(&o.StmtMaxAge, DefaultStmtMaxAge)
 	return o
-}
-
-// OptionsFromEnv reads GATEWAY_STMT_MAX_AGE and GATEWAY_CONN_MAX_IDLE
-// (README, "Configuration"); getenv is os.Getenv in main and a map in tests.
-func OptionsFromEnv(getenv func(string) string) (Options, error) {
-	var o Options
-	for _, v := range []struct {
-		name string
-		dst  *time.Duration
-	}{{"GATEWAY_STMT_MAX_AGE", &o.StmtMaxAge}, {"GATEWAY_CONN_MAX_IDLE", &o.ConnMaxIdle}} {
-		raw := getenv(v.name)
-		if raw == "" {
-			continue
-		}
-		d, err := time.ParseDuration(raw)
-		if err != nil || d <= 0 {
-			return Options{}, fmt.Errorf("%s=%s: want a positive duration such as 60s", v.name, strconv.Quote(raw))
-		}
-		*v.dst = d
-	}
-	return o, nil
 }
 
 // Pools keeps one connection pool per instance, reused across requests. A
@@ -84,11 +64,6 @@ type Pools struct {
 type pool struct {
 	cfg erp.Connection
 	db  *sql.DB
-	// swept is when this process last swept the instance's expired
-	// idempotency keys, and sweepFrom where the next sweep starts
-	// (guarded by Pools.mu).
-	swept     time.Time
-	sweepFrom sweepPosition
 }
 
 // NewPools returns an empty set of pools.

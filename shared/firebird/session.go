@@ -12,14 +12,15 @@ import (
 	"github.com/erp-gateway/gateway/shared/record"
 )
 
-// session is what a call's body runs statements with.
-type session struct {
+// Session is what a transaction's body runs statements with: each is
+// prepared once per connection and kept (conn.statement).
+type Session struct {
 	conn *conn
 	fc   driverConn
 	at   *atomic.Int32
 }
 
-func (s *session) prepare(ctx context.Context, query string) (*stmt, error) {
+func (s *Session) prepare(ctx context.Context, query string) (*stmt, error) {
 	s.at.Store(int32(preparing))
 	st, err := s.conn.statement(ctx, s.fc, query)
 	if err != nil {
@@ -32,7 +33,7 @@ func (s *session) prepare(ctx context.Context, query string) (*stmt, error) {
 // failed keeps a statement after the procedure's own refusal (an exception, a
 // constraint) or an answer over its limits, and drops it after anything
 // else, so it is prepared anew.
-func (s *session) failed(ctx context.Context, query string, err error) error {
+func (s *Session) failed(ctx context.Context, query string, err error) error {
 	var exc *erp.Exception
 	if overLimit(err) || errors.As(classify(ctx, executing, err), &exc) {
 		return err
@@ -43,11 +44,11 @@ func (s *session) failed(ctx context.Context, query string, err error) error {
 	return err
 }
 
-// exec runs a statement that returns no rows. It goes the driver's query
+// Exec runs a statement that returns no rows. It goes the driver's query
 // way: Exec asks the server for the count of rows affected afterwards, one
 // more round trip of the few a write costs (README, "Measurements"), for a
 // count nothing here reads.
-func (s *session) exec(ctx context.Context, query string, args []any) error {
+func (s *Session) Exec(ctx context.Context, query string, args []any) error {
 	rows, err := s.open(ctx, query, args)
 	if err != nil {
 		return err
@@ -59,7 +60,7 @@ func (s *session) exec(ctx context.Context, query string, args []any) error {
 }
 
 // open prepares query (once per connection) and runs it with args.
-func (s *session) open(ctx context.Context, query string, args []any) (driver.Rows, error) {
+func (s *Session) open(ctx context.Context, query string, args []any) (driver.Rows, error) {
 	st, err := s.prepare(ctx, query)
 	if err != nil {
 		return nil, err
@@ -72,7 +73,7 @@ func (s *session) open(ctx context.Context, query string, args []any) (driver.Ro
 }
 
 // run runs a prepared statement with args. Every statement goes the
-// driver's query way, rows or not (session.exec says why).
+// driver's query way, rows or not (Session.Exec says why).
 func run(ctx context.Context, st *stmt, args []any) (driver.Rows, error) {
 	qc, ok := st.Stmt.(driver.StmtQueryContext)
 	if !ok {
@@ -81,14 +82,10 @@ func run(ctx context.Context, st *stmt, args []any) (driver.Rows, error) {
 	return qc.QueryContext(ctx, named(args))
 }
 
-func (s *session) query(ctx context.Context, query string, args []any, out *record.Encoder) error {
-	_, err := s.queryHiding(ctx, query, args, out, 0)
-	return err
-}
-
-// queryHiding is query for a statement whose last hidden columns are not
-// the answer's; it returns them, of the last row (nil without rows).
-func (s *session) queryHiding(ctx context.Context, query string, args []any, out *record.Encoder, hidden int) (last []driver.Value, err error) {
+// Query runs a statement and encodes its rows into out, less their last
+// hidden columns, which are not the answer's: it returns those of the last
+// row, each nil (NULL) when there is none.
+func (s *Session) Query(ctx context.Context, query string, args []any, out *record.Encoder, hidden int) (last []driver.Value, err error) {
 	rows, err := s.open(ctx, query, args)
 	if err != nil {
 		return nil, err
@@ -132,6 +129,23 @@ func placeholders(n int) string {
 	return "(" + strings.Repeat("?, ", n-1) + "?)"
 }
 
+// Row runs query and returns its first row, nil when there is none.
+func (s *Session) Row(ctx context.Context, query string, args []any) ([]driver.Value, error) {
+	rows, err := s.open(ctx, query, args)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	vals := make([]driver.Value, len(rows.Columns()))
+	switch err := rows.Next(vals); {
+	case errors.Is(err, io.EOF):
+		return nil, nil
+	case err != nil:
+		return nil, s.failed(ctx, query, err)
+	}
+	return vals, nil
+}
+
 // collect encodes every row as it is fetched, less its last hidden
 // columns, which it returns of the last row; a procedure's exception can
 // arrive with the first fetch rather than with the execute.
@@ -145,6 +159,7 @@ func collect(rows driver.Rows, out *record.Encoder, hidden int) (last []driver.V
 	out.Columns(cols)
 	dest := make([]driver.Value, len(names))
 	row := make([]any, shown)
+	last = make([]driver.Value, len(names)-shown)
 	for {
 		if err := rows.Next(dest); err != nil {
 			if errors.Is(err, io.EOF) {
@@ -158,9 +173,7 @@ func collect(rows driver.Rows, out *record.Encoder, hidden int) (last []driver.V
 		if err := out.Row(row); err != nil {
 			return nil, err
 		}
-		if hidden > 0 {
-			last = append(last[:0], dest[shown:]...)
-		}
+		copy(last, dest[shown:])
 	}
 }
 

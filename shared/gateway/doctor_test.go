@@ -253,7 +253,7 @@ type describeCounter struct {
 
 func (d *describeCounter) Describe(ctx context.Context, t erp.Target, procedures []string, keys bool) (map[string]catalog.Procedure, []string, error) {
 	d.describes.Add(1)
-	return d.Pools.Describe(ctx, t, procedures, keys)
+	return d.Database.Describe(ctx, t, procedures, keys)
 }
 
 // TestHealthChecksAtOnceReadTheDatabaseOnce: a burst of health checks of

@@ -21,14 +21,14 @@ import (
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
-// Database runs procedures and encodes their rows into out; *firebird.Pools
-// is the real one.
+// Database runs procedures and encodes their rows into out;
+// *idempotency.Database is the real one.
 type Database interface {
 	Read(ctx context.Context, t erp.Target, procedure string, args []any, out *record.Encoder) error
 	Write(ctx context.Context, t erp.Target, procedure string, args []any, readBack string, readArgs []any, out *record.Encoder) error
-	// WriteOnce is Write kept under an idempotency key; replay is the kept
-	// answer when the key was kept before.
-	WriteOnce(ctx context.Context, t erp.Target, procedure string, args []any, readBack string, readArgs []any, out *record.Encoder, k erp.Key) (replay []byte, err error)
+	// WriteOnce is Write kept under an idempotency key; it returns the
+	// answer, the one kept before when replayed.
+	WriteOnce(ctx context.Context, t erp.Target, procedure string, args []any, readBack string, readArgs []any, out *record.Encoder, k erp.Key) (answer []byte, replayed bool, err error)
 	// Ping makes one round trip to the instance's database: the breaker's
 	// probe.
 	Ping(ctx context.Context, t erp.Target) error

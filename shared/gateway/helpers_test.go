@@ -22,6 +22,7 @@ import (
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/firebird"
 	"github.com/erp-gateway/gateway/shared/gateway"
+	"github.com/erp-gateway/gateway/shared/idempotency"
 	"github.com/erp-gateway/gateway/shared/record"
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
@@ -32,18 +33,18 @@ func path(instance, endpoint string) string { return "/" + instance + base + end
 
 // countingDB is the real pools, counting the calls that reach them.
 type countingDB struct {
-	*firebird.Pools
+	*idempotency.Database
 	calls atomic.Int64
 }
 
 func (c *countingDB) Read(ctx context.Context, t erp.Target, p string, a []any, out *record.Encoder) error {
 	c.calls.Add(1)
-	return c.Pools.Read(ctx, t, p, a, out)
+	return c.Database.Read(ctx, t, p, a, out)
 }
 
 func (c *countingDB) Write(ctx context.Context, t erp.Target, p string, a []any, rb string, ra []any, out *record.Encoder) error {
 	c.calls.Add(1)
-	return c.Pools.Write(ctx, t, p, a, rb, ra, out)
+	return c.Database.Write(ctx, t, p, a, rb, ra, out)
 }
 
 // env is a handler over real pools and a real instances file.
@@ -110,8 +111,9 @@ func newEnv(t testing.TB, cfg gateway.Config, instances map[string]any) *env {
 	return newEnvOpts(t, cfg, firebird.Options{}, instances)
 }
 
-// newEnvOpts is newEnv with pools tuned by opts.
-func newEnvOpts(t testing.TB, cfg gateway.Config, opts firebird.Options, instances map[string]any) *env {
+// newEnvOpts is newEnv with pools tuned by opts, and expired keys swept
+// every sweepEvery (idempotency.DefaultSweepEvery when not given).
+func newEnvOpts(t testing.TB, cfg gateway.Config, opts firebird.Options, instances map[string]any, sweepEvery ...time.Duration) *env {
 	t.Helper()
 	data, err := json.Marshal(instances)
 	if err != nil {
@@ -140,7 +142,7 @@ func newEnvOpts(t testing.TB, cfg gateway.Config, opts firebird.Options, instanc
 	t.Cleanup(func() { pools.Close() })
 	logs := &strings.Builder{}
 	log := slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	db := &countingDB{Pools: pools}
+	db := &countingDB{Database: idempotency.New(pools, append(sweepEvery, 0)[0])}
 	return &env{h: gateway.New(cfg, cat, access.Static(acc), src, db, log), cat: cat, src: src, acc: acc, db: db, log: logs}
 }
 

@@ -16,6 +16,8 @@ import (
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/firebird"
 	"github.com/erp-gateway/gateway/shared/gateway"
+	"github.com/erp-gateway/gateway/shared/idempotency"
+	"github.com/erp-gateway/gateway/shared/record"
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
@@ -246,7 +248,7 @@ func TestExpiredKeysRunAnew(t *testing.T) {
 	if r := postKeyed(t, e.h, token, "old-"+code, pago(code, 1)); r.status != 200 {
 		t.Fatalf("%+v", r)
 	}
-	if _, err := admin.Exec(`UPDATE `+firebird.KeyTable+` SET CREATED_AT = DATEADD(-2 MINUTE TO CREATED_AT) WHERE IDEM_KEY = ?`, "old-"+code); err != nil {
+	if _, err := admin.Exec(`UPDATE `+idempotency.KeyTable+` SET CREATED_AT = DATEADD(-2 MINUTE TO CREATED_AT) WHERE IDEM_KEY = ?`, "old-"+code); err != nil {
 		t.Fatal(err)
 	}
 	r := postKeyed(t, e.h, token, "old-"+code, pago(code, 1))
@@ -262,8 +264,8 @@ func TestExpiredKeysRunAnew(t *testing.T) {
 func TestSweepGoesThroughTheTable(t *testing.T) {
 	cfg := fbtest.Demo(t)
 	admin := setupKeys(t, cfg)
-	e := newEnvOpts(t, gateway.Config{KeyTTL: time.Hour}, firebird.Options{KeySweepEvery: time.Nanosecond},
-		map[string]any{"demo": tenants.Instance{Connection: cfg, Idempotency: true}})
+	e := newEnvOpts(t, gateway.Config{KeyTTL: time.Hour}, firebird.Options{},
+		map[string]any{"demo": tenants.Instance{Connection: cfg, Idempotency: true}}, time.Nanosecond)
 	token := fbtest.Token(t, e.acc, "demo")
 	run := fmt.Sprintf("S%d", time.Now().UnixNano()%1e12)
 	const keys = 1200
@@ -274,7 +276,7 @@ func TestSweepGoesThroughTheTable(t *testing.T) {
 	}
 	for i := range keys {
 		created := now.Add(-map[bool]time.Duration{true: 2 * time.Hour, false: 0}[i%2 == 0])
-		if _, err := tx.Exec(`INSERT INTO `+firebird.KeyTable+` (SCOPE, IDEM_KEY, CLAVE, REQUEST_HASH, CREATED_AT) VALUES (?, ?, 'Set_Pago', 'h', ?)`,
+		if _, err := tx.Exec(`INSERT INTO `+idempotency.KeyTable+` (SCOPE, IDEM_KEY, CLAVE, REQUEST_HASH, CREATED_AT) VALUES (?, ?, 'Set_Pago', 'h', ?)`,
 			fmt.Sprintf("%s-%d", run, i%3), fmt.Sprint(i), created); err != nil {
 			t.Fatal(err)
 		}
@@ -284,10 +286,10 @@ func TestSweepGoesThroughTheTable(t *testing.T) {
 	}
 	ours := func(expired bool) int {
 		op := map[bool]string{true: "<", false: ">="}[expired]
-		return count(t, admin, `SELECT COUNT(*) FROM `+firebird.KeyTable+` WHERE SCOPE STARTING WITH ? AND CREATED_AT `+op+` ?`, run, now.Add(-time.Hour))
+		return count(t, admin, `SELECT COUNT(*) FROM `+idempotency.KeyTable+` WHERE SCOPE STARTING WITH ? AND CREATED_AT `+op+` ?`, run, now.Add(-time.Hour))
 	}
 	// Enough writes for two passes through the table at 500 keys a sweep.
-	passes := 2 * (count(t, admin, `SELECT COUNT(*) FROM `+firebird.KeyTable)/500 + 1)
+	passes := 2 * (count(t, admin, `SELECT COUNT(*) FROM `+idempotency.KeyTable)/500 + 1)
 	for i := 0; ours(true) > 0; i++ {
 		if i == passes {
 			t.Fatalf("%d expired keys left after %d sweeps", ours(true), passes)
@@ -319,7 +321,7 @@ func TestKeyHeldByAnotherTransaction(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 	var scope string
-	if err := admin.QueryRow(`SELECT SCOPE FROM `+firebird.KeyTable+` WHERE IDEM_KEY = ?`, run+"-scope").Scan(&scope); err != nil {
+	if err := admin.QueryRow(`SELECT SCOPE FROM `+idempotency.KeyTable+` WHERE IDEM_KEY = ?`, run+"-scope").Scan(&scope); err != nil {
 		t.Fatal(err)
 	}
 	// hold begins a transaction of the ERP's that holds a key, or the
@@ -337,7 +339,7 @@ func TestKeyHeldByAnotherTransaction(t *testing.T) {
 		return tx
 	}
 	holdKey := func(key string) *sql.Tx {
-		return hold(`INSERT INTO `+firebird.KeyTable+` (SCOPE, IDEM_KEY, CLAVE, REQUEST_HASH, ANSWER, CREATED_AT) VALUES (?, ?, 'Set_Pago', 'another request', 'kept', CURRENT_TIMESTAMP)`, scope, key)
+		return hold(`INSERT INTO `+idempotency.KeyTable+` (SCOPE, IDEM_KEY, CLAVE, REQUEST_HASH, ANSWER, CREATED_AT) VALUES (?, ?, 'Set_Pago', 'another request', 'kept', CURRENT_TIMESTAMP)`, scope, key)
 	}
 	espera := func(code string) string {
 		return fmt.Sprintf(`{"CLAVE":"Set_Pago_Espera","CODIGO":%q,"VALOR":1}`, code)
@@ -420,11 +422,11 @@ func TestHealthReportsTheKeyTable(t *testing.T) {
 	if r := health(); r.status != 200 {
 		t.Fatalf("with the table: %+v", r)
 	}
-	if _, err := admin.Exec(`REVOKE DELETE ON ` + firebird.KeyTable + ` FROM GATEWAY`); err != nil {
+	if _, err := admin.Exec(`REVOKE DELETE ON ` + idempotency.KeyTable + ` FROM GATEWAY`); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if _, err := admin.Exec(`GRANT DELETE ON ` + firebird.KeyTable + ` TO GATEWAY`); err != nil {
+		if _, err := admin.Exec(`GRANT DELETE ON ` + idempotency.KeyTable + ` TO GATEWAY`); err != nil {
 			t.Error(err)
 		}
 	})
@@ -434,11 +436,11 @@ func TestHealthReportsTheKeyTable(t *testing.T) {
 		t.Fatalf("without DELETE: %+v", r)
 	}
 	// A keyed write the database cannot run says why.
-	if _, err := admin.Exec(`REVOKE INSERT ON ` + firebird.KeyTable + ` FROM GATEWAY`); err != nil {
+	if _, err := admin.Exec(`REVOKE INSERT ON ` + idempotency.KeyTable + ` FROM GATEWAY`); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if _, err := admin.Exec(`GRANT INSERT ON ` + firebird.KeyTable + ` TO GATEWAY`); err != nil {
+		if _, err := admin.Exec(`GRANT INSERT ON ` + idempotency.KeyTable + ` TO GATEWAY`); err != nil {
 			t.Error(err)
 		}
 	})
@@ -581,6 +583,12 @@ func TestKeptAnswers(t *testing.T) {
 			}
 			if !bytes.HasPrefix(kept, []byte(tt.kept)) {
 				t.Fatalf("kept as %.40q, want it to start %q", kept, tt.kept)
+			}
+			// make kept shows the DBA the answer the client got.
+			shown, err := e.db.Show(context.Background(), erp.Target{Instance: "demo", Connection: fbtest.Demo(t)}, key,
+				func() *record.Encoder { return gateway.NewAnswer(record.Limits{}) })
+			if err != nil || len(shown) != 1 || string(shown[0].Answer) != first.body || shown[0].Clave != tt.clave {
+				t.Fatalf("shown %+v (%v), want %s", shown, err, first.body)
 			}
 			if n := payments(t, admin, keyedCode); n != 1 {
 				t.Fatalf("%d payments, want 1", n)

@@ -21,15 +21,24 @@ func (h *Handler) run(ctx context.Context, t erp.Target, call catalog.Call, key,
 	lim := record.Limits{MaxRows: call.Op.MaxRows, MaxBytes: h.cfg.MaxAnswer}
 	var spill record.Spill
 	if st != nil {
-		began := time.Now()
-		sctx := newStretch(ctx, began.Add(h.cfg.Timeout), began.Add(h.cfg.StreamTimeout))
-		defer sctx.cancel()
-		ctx, st.deadline = sctx, began.Add(h.cfg.StreamTimeout)
+		// The driver arms each round trip with the context's deadline:
+		// the stream's, so that its fetches get it. Until the answer
+		// starts streaming the call's own bound holds, by a timer that
+		// cancels the call with DeadlineExceeded as its cause.
+		st.deadline = time.Now().Add(h.cfg.StreamTimeout)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, st.deadline)
+		defer cancel()
+		var expire context.CancelCauseFunc
+		ctx, expire = context.WithCancelCause(ctx)
+		defer expire(nil)
+		first := time.AfterFunc(h.cfg.Timeout, func() { expire(context.DeadlineExceeded) })
+		defer first.Stop()
 		// A streamed answer has no size limit of ours; one sent whole
 		// never passes StreamAbove.
 		lim.MaxBytes = 0
 		spill = record.Spill{Above: h.cfg.StreamAbove, Chunk: streamChunk, To: func(p []byte) error {
-			sctx.extend()
+			first.Stop()
 			return st.write(p)
 		}}
 	} else {
@@ -37,12 +46,11 @@ func (h *Handler) run(ctx context.Context, t erp.Target, call catalog.Call, key,
 		ctx, cancel = context.WithTimeout(ctx, h.cfg.Timeout)
 		defer cancel()
 	}
-	out := record.NewEncoder(dataPrefix, lim)
+	out := NewAnswer(lim)
 	out.SpillTo(spill)
 	w := work{call: call, out: out, stream: st}
 	if key != "" {
-		w.key = &erp.Key{Scope: scope, Key: key, Clave: call.Op.Clave, Fingerprint: call.Fingerprint(), TTL: h.cfg.KeyTTL,
-			Answer: w.answer}
+		w.key = &erp.Key{Scope: scope, Key: key, Clave: call.Op.Clave, Fingerprint: call.Fingerprint(), TTL: h.cfg.KeyTTL}
 	}
 	began := time.Now()
 	tripped, err := h.guarded(ctx, t, &w)
@@ -62,66 +70,93 @@ type work struct {
 	call catalog.Call
 	out  *record.Encoder
 	key  *erp.Key
-	// replay is the kept answer of the key, when it was kept before.
-	replay []byte
+	// kept is a keyed write's answer, and replayed says it was kept before.
+	kept     []byte
+	replayed bool
 	// stream takes a read's answer once it spills.
 	stream *stream
 }
 
-// answer is the call's rows as the client gets them.
-func (w *work) answer() []byte { return w.out.Finish("}") }
+// answer is the call's answer as the client gets it.
+func (w *work) answer() []byte {
+	if w.kept != nil {
+		return w.kept
+	}
+	return w.out.Finish()
+}
 
-// answer turns a call's result into what the client sees.
+// answer turns a call's result into what the client sees: an error is
+// answered by its code (codeOf), with a message that tells what happened
+// and what to do.
 func (h *Handler) answer(ctx context.Context, t erp.Target, w *work, err error) outcome {
+	if err == nil {
+		return outcome{status: http.StatusOK, body: w.answer(), replayed: w.replayed}
+	}
 	call := w.call
-	var paused *pausedError
-	var exc *erp.Exception
 	nothingWritten := ""
 	if call.Op.ReadBack != nil {
 		nothingWritten = "; nothing was written"
 	}
-	switch {
-	case err == nil && w.replay != nil:
-		return outcome{status: http.StatusOK, body: w.replay, replayed: true}
-	case err == nil:
-		return outcome{status: http.StatusOK, body: w.answer()}
-	case errors.Is(err, erp.ErrKeyReused):
-		return refusal(erp.CodeKeyReused, "this Idempotency-Key was sent before with another request (another CLAVE or other values); nothing was written; use a new key for a new request")
-	case errors.Is(err, erp.ErrKeyInProgress):
-		o := refusal(erp.CodeKeyInProgress, "a request with this Idempotency-Key is still running; send it again in a moment, with the same key")
+	var exc *erp.Exception
+	var paused *pausedError
+	if errors.As(err, &exc) {
+		return h.exception(exc)
+	}
+	switch code := codeOf(err); code {
+	case erp.CodePaused:
+		errors.As(err, &paused)
+		return h.pausedAnswer(t, paused, nothingWritten)
+	case erp.CodeKeyReused:
+		return refusal(code, "this Idempotency-Key was sent before with another request (another CLAVE or other values); nothing was written; use a new key for a new request")
+	case erp.CodeKeyInProgress:
+		o := refusal(code, "a request with this Idempotency-Key is still running; send it again in a moment, with the same key")
 		o.retryAfter = time.Second
 		return o
-	case errors.As(err, &paused):
-		return h.pausedAnswer(t, paused, nothingWritten)
-	case errors.Is(err, record.ErrTooManyRows):
-		return refusal(erp.CodeTooManyRows, fmt.Sprintf("the answer of CLAVE %s has more than %d rows, its limit%s; ask for fewer (narrow the parameters)", call.Op.Clave, call.Op.MaxRows, nothingWritten))
-	case errors.Is(err, record.ErrTooLarge):
-		return refusal(erp.CodeAnswerTooLarge, fmt.Sprintf("the answer of CLAVE %s would pass %d bytes, the most this service can return%s; ask for fewer rows (narrow the parameters)", call.Op.Clave, h.cfg.MaxAnswer, nothingWritten))
-	case errors.As(err, &exc):
-		return h.exception(exc)
-	case errors.Is(err, erp.ErrOutcomeUnknown):
+	case erp.CodeTooManyRows:
+		return refusal(code, fmt.Sprintf("the answer of CLAVE %s has more than %d rows, its limit%s; ask for fewer (narrow the parameters)", call.Op.Clave, call.Op.MaxRows, nothingWritten))
+	case erp.CodeAnswerTooLarge:
+		return refusal(code, fmt.Sprintf("the answer of CLAVE %s would pass %d bytes, the most this service can return%s; ask for fewer rows (narrow the parameters)", call.Op.Clave, h.cfg.MaxAnswer, nothingWritten))
+	case erp.CodeOutcomeUnknown:
 		h.log.ErrorContext(ctx, "write outcome unknown", "instance", t.Instance, "clave", call.Op.Clave, "err", err)
 		if w.key != nil {
-			return refusal(erp.CodeOutcomeUnknown, "the database of instance "+t.Instance+" did not confirm the write: send it again with the same Idempotency-Key, which answers what happened")
+			return refusal(code, "the database of instance "+t.Instance+" did not confirm the write: send it again with the same Idempotency-Key, which answers what happened")
 		}
-		return refusal(erp.CodeOutcomeUnknown, "the database of instance "+t.Instance+" did not confirm the write: it may or may not have happened; read the record before retrying")
-	case errors.Is(err, erp.ErrCannotRun):
-		h.log.ErrorContext(ctx, "database cannot run the operation", "instance", t.Instance, "clave", call.Op.Clave, "err", err)
-		why := "its procedure is missing, changed or not granted"
-		if findings := h.diagnose(ctx, t, call.Op, w.key != nil); len(findings) > 0 {
-			why = strings.Join(findings, "; ")
+		return refusal(code, "the database of instance "+t.Instance+" did not confirm the write: it may or may not have happened; read the record before retrying")
+	case erp.CodeUnavailable:
+		if errors.Is(err, erp.ErrCannotRun) {
+			h.log.ErrorContext(ctx, "database cannot run the operation", "instance", t.Instance, "clave", call.Op.Clave, "err", err)
+			why := "its procedure is missing, changed or not granted"
+			if findings := h.diagnose(ctx, t, call.Op, w.key != nil); len(findings) > 0 {
+				why = strings.Join(findings, "; ")
+			}
+			return refusal(code, "the database of instance "+t.Instance+" cannot run "+call.Op.Clave+" right now ("+why+")"+nothingWritten+"; try again later")
 		}
-		return refusal(erp.CodeUnavailable, "the database of instance "+t.Instance+" cannot run "+call.Op.Clave+" right now ("+why+")"+nothingWritten+"; try again later")
-	case errors.Is(err, erp.ErrUnavailable):
 		h.log.WarnContext(ctx, "database unavailable", "instance", t.Instance, "clave", call.Op.Clave, "err", err)
 		if errors.Is(err, context.DeadlineExceeded) {
-			return refusal(erp.CodeUnavailable, fmt.Sprintf("the database of instance %s did not answer within %s%s; try again later", t.Instance, h.cfg.Timeout, nothingWritten))
+			return refusal(code, fmt.Sprintf("the database of instance %s did not answer within %s%s; try again later", t.Instance, h.cfg.Timeout, nothingWritten))
 		}
-		return refusal(erp.CodeUnavailable, "the database of instance "+t.Instance+" is not reachable right now"+nothingWritten+"; try again later")
-	default:
-		h.log.ErrorContext(ctx, "call failed", "instance", t.Instance, "err", err)
-		return refusal(erp.CodeInternal, "internal error")
+		return refusal(code, "the database of instance "+t.Instance+" is not reachable right now"+nothingWritten+"; try again later")
 	}
+	h.log.ErrorContext(ctx, "call failed", "instance", t.Instance, "err", err)
+	return refusal(erp.CodeInternal, "internal error")
+}
+
+// codeOf is the code a call's error is answered with: the fault's own, or
+// that of the gateway's limits and breaker; CodeInternal for anything else.
+func codeOf(err error) erp.Code {
+	var paused *pausedError
+	switch {
+	case errors.As(err, &paused):
+		return erp.CodePaused
+	case errors.Is(err, record.ErrTooManyRows):
+		return erp.CodeTooManyRows
+	case errors.Is(err, record.ErrTooLarge):
+		return erp.CodeAnswerTooLarge
+	}
+	if f := erp.FaultOf(err); f != nil {
+		return f.Code
+	}
+	return erp.CodeInternal
 }
 
 // streamed ends an answer that started streaming: whole, or cut. A cut
@@ -238,9 +273,8 @@ func (h *Handler) breaker(ctx context.Context, t erp.Target, call func(context.C
 // open the breaker: a fast refusal (a server restarting) costs nothing to
 // try again, and refusing calls then would only make the outage longer.
 func (h *Handler) verdict(err error, took, limit time.Duration) verdict {
-	failed := (errors.Is(err, erp.ErrUnavailable) && !errors.Is(err, erp.ErrCannotRun) &&
-		!errors.Is(err, erp.ErrCredentials) && !errors.Is(err, context.Canceled)) ||
-		errors.Is(err, erp.ErrOutcomeUnknown)
+	f := erp.FaultOf(err)
+	failed := f != nil && f.Down && !errors.Is(err, context.Canceled)
 	switch {
 	case !failed:
 		return answered
@@ -260,7 +294,7 @@ func (h *Handler) call(ctx context.Context, t erp.Target, w *work) error {
 		return h.db.Read(ctx, t, op.Procedure, args, w.out)
 	case w.key != nil:
 		var err error
-		w.replay, err = h.db.WriteOnce(ctx, t, op.Procedure, args, rb.Procedure, w.call.ReadBackArgs(), w.out, *w.key)
+		w.kept, w.replayed, err = h.db.WriteOnce(ctx, t, op.Procedure, args, rb.Procedure, w.call.ReadBackArgs(), w.out, *w.key)
 		return err
 	}
 	return h.db.Write(ctx, t, op.Procedure, args, rb.Procedure, w.call.ReadBackArgs(), w.out)
@@ -279,9 +313,11 @@ func (h *Handler) refreshed(ctx context.Context, t erp.Target) (tenants.Instance
 	return fresh, fresh.Connection != t.Connection
 }
 
-// dataPrefix starts every answer with rows; the rows follow as they are
-// fetched.
-const dataPrefix = `{"cod_error":0,"data":`
+// NewAnswer starts an answer with rows, which follow as they are fetched;
+// `make kept` shows a kept answer with it.
+func NewAnswer(lim record.Limits) *record.Encoder {
+	return record.NewEncoder(`{"cod_error":0,"data":`, "}", lim)
+}
 
 // exception answers as the original did: HTTP 200, cod_error 0 and the
 // database's text in ex_execsql, lines joined by CR LF.

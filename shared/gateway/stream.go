@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"compress/gzip"
-	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -185,82 +184,3 @@ func acceptsGzip(values []string) bool {
 	}
 	return starQ > 0
 }
-
-// stretch is a streamable read's context: a deadline context whose deadline
-// is the call's own (Config.Timeout) until the answer starts streaming, and
-// then the stream's. The driver reads the deadline at each round trip, so a
-// stream's fetches get the longer one.
-type stretch struct {
-	parent context.Context
-	done   chan struct{}
-	stop   func() bool
-
-	mu       sync.Mutex
-	deadline time.Time
-	last     time.Time
-	timer    *time.Timer
-	err      error
-}
-
-func newStretch(parent context.Context, first, last time.Time) *stretch {
-	c := &stretch{parent: parent, done: make(chan struct{}), deadline: first, last: last}
-	if d, ok := parent.Deadline(); ok && d.Before(c.last) {
-		c.last = d
-	}
-	c.deadline = minTime(c.deadline, c.last)
-	c.timer = time.AfterFunc(time.Until(c.deadline), func() { c.end(context.DeadlineExceeded) })
-	c.stop = context.AfterFunc(parent, func() { c.end(parent.Err()) })
-	return c
-}
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-func (c *stretch) end(err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.err == nil {
-		c.err = err
-		c.timer.Stop()
-		close(c.done)
-	}
-}
-
-// extend moves the deadline to the stream's, unless it has passed.
-func (c *stretch) extend() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.err != nil || c.deadline.Equal(c.last) {
-		return
-	}
-	if c.timer.Stop() {
-		c.deadline = c.last
-		c.timer = time.AfterFunc(time.Until(c.last), func() { c.end(context.DeadlineExceeded) })
-	}
-}
-
-// cancel releases the context's timers.
-func (c *stretch) cancel() {
-	c.stop()
-	c.end(context.Canceled)
-}
-
-func (c *stretch) Deadline() (time.Time, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.deadline, true
-}
-
-func (c *stretch) Done() <-chan struct{} { return c.done }
-
-func (c *stretch) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
-}
-
-func (c *stretch) Value(key any) any { return c.parent.Value(key) }

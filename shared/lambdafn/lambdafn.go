@@ -5,18 +5,15 @@ package lambdafn
 
 import (
 	"bytes"
-	"cmp"
 	"compress/gzip"
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
@@ -30,6 +27,8 @@ import (
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/firebird"
 	"github.com/erp-gateway/gateway/shared/gateway"
+	"github.com/erp-gateway/gateway/shared/idempotency"
+	"github.com/erp-gateway/gateway/shared/settings"
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
@@ -43,43 +42,41 @@ type Function struct {
 	streaming bool
 }
 
-// New builds the function serving endpoint from the environment (README,
-// "Configuration"). builtCatalog is the catalog make build wrote into the
-// binary, its JSON gzipped and base64'd, or empty. Call New once per execution
-// environment, not per event.
+// New builds the function serving endpoint from the environment getenv reads
+// (README, "Configuration"). builtCatalog is the catalog make build wrote
+// into the binary, its JSON gzipped and base64'd, or empty. Call New once per
+// execution environment, not per event.
 func New(ctx context.Context, endpoint catalog.Endpoint, builtCatalog string, getenv func(string) string, log *slog.Logger) (*Function, error) {
-	cfg, err := gateway.ConfigFromEnv(getenv)
+	s, err := settings.Read(getenv)
 	if err != nil {
 		return nil, err
 	}
+	return build(ctx, endpoint, builtCatalog, s, log)
+}
+
+// build is New from settings already read: Main reads them first, for the
+// level of the log New writes to.
+func build(ctx context.Context, endpoint catalog.Endpoint, builtCatalog string, s settings.Settings, log *slog.Logger) (*Function, error) {
+	cfg := gateway.NewConfig(s)
 	cfg.Endpoints = []catalog.Endpoint{endpoint}
-	var streaming bool
-	switch v := getenv("GATEWAY_RESPONSE_STREAMING"); v {
-	case "true":
+	if s.ResponseStreaming {
 		// Writes are always answered whole: only reads stream.
-		streaming = true
 		cfg.StreamAbove = gateway.DefaultStreamAbove
-	case "", "false":
-	default:
-		return nil, fmt.Errorf("GATEWAY_RESPONSE_STREAMING=%q: want true (the integration streams) or false", v)
 	}
-	cat, err := Catalog(builtCatalog, getenv)
+	cat, err := Catalog(builtCatalog, s.Catalog)
 	if err != nil {
 		return nil, err
 	}
 	secrets := lazyAWS(ctx)
-	acc, err := accessSource(ctx, getenv, secrets, log)
+	acc, err := accessSource(ctx, s, secrets, log)
 	if err != nil {
 		return nil, err
 	}
-	instances, err := instanceSource(getenv, secrets)
+	instances, err := instanceSource(s, secrets)
 	if err != nil {
 		return nil, err
 	}
-	opts, err := firebird.OptionsFromEnv(getenv)
-	if err != nil {
-		return nil, err
-	}
+	opts := firebird.Options{StmtMaxAge: s.StmtMaxAge, ConnMaxIdle: s.ConnMaxIdle}
 	// An execution environment serves as many requests at once as Lambda
 	// gives it: one on standard Lambda, AWS_LAMBDA_MAX_CONCURRENCY on managed
 	// instances. That many connections per instance is all it can use, so
@@ -87,18 +84,18 @@ func New(ctx context.Context, endpoint catalog.Endpoint, builtCatalog string, ge
 	// customer's Firebird.
 	opts.MaxConns = lambdacontext.MaxConcurrency()
 	// Each request's log line is also its metrics (Embedded Metric Format).
-	cfg.MetricsNamespace = cmp.Or(getenv("GATEWAY_METRICS_NAMESPACE"), "ErpGateway")
+	cfg.MetricsNamespace = s.MetricsNamespace
 	pools := firebird.NewPools(opts)
-	h := gateway.New(cfg, cat, acc, instances, pools, log)
-	return &Function{adapter: httpadapter.New(h), handler: h, pools: pools, log: log, streaming: streaming}, nil
+	h := gateway.New(cfg, cat, acc, instances, idempotency.New(pools, 0), log)
+	return &Function{adapter: httpadapter.New(h), handler: h, pools: pools, log: log, streaming: s.ResponseStreaming}, nil
 }
 
-// Catalog is the catalog a binary serves: the file GATEWAY_CATALOG names,
-// else the one built into the binary (built, as in New), else the
+// Catalog is the catalog a binary serves: the file at path (the catalog
+// setting), else the one built into the binary (built, as in New), else the
 // specification's.
-func Catalog(built string, getenv func(string) string) (*catalog.Catalog, error) {
-	if built == "" || getenv("GATEWAY_CATALOG") != "" {
-		return gateway.CatalogFromEnv(getenv)
+func Catalog(built, path string) (*catalog.Catalog, error) {
+	if built == "" || path != "" {
+		return gateway.LoadCatalog(path)
 	}
 	zipped, err := base64.StdEncoding.DecodeString(built)
 	if err != nil {
@@ -135,75 +132,49 @@ func lazyAWS(ctx context.Context) func() (*secretsmanager.Client, error) {
 }
 
 // accessSource reads the access document (README, "Tokens") once now, and
-// again every GATEWAY_ACCESS_REFRESH from Secrets Manager; tokens are
-// refused once the last good read is older than GATEWAY_ACCESS_MAX_AGE.
-func accessSource(ctx context.Context, getenv func(string) string, sm func() (*secretsmanager.Client, error), log *slog.Logger) (*access.Current, error) {
-	if inline := getenv("GATEWAY_ACCESS_JSON"); inline != "" {
-		load := func(context.Context) ([]byte, error) { return []byte(inline), nil }
+// again every refresh from Secrets Manager; tokens are refused once the last
+// good read is older than its maximum age.
+func accessSource(ctx context.Context, s settings.Settings, sm func() (*secretsmanager.Client, error), log *slog.Logger) (*access.Current, error) {
+	if s.AccessJSON != "" {
+		load := func(context.Context) ([]byte, error) { return []byte(s.AccessJSON), nil }
 		acc, err := access.Start(ctx, load, access.Options{}, log)
 		if err != nil {
-			return nil, fmt.Errorf("GATEWAY_ACCESS_JSON: %w", err)
+			return nil, fmt.Errorf("%s: %w", settings.EnvAccessJSON, err)
 		}
 		return acc, nil
 	}
-	id := getenv("GATEWAY_ACCESS_SECRET")
-	if id == "" {
-		return nil, errors.New("no access document: set GATEWAY_ACCESS_SECRET (or GATEWAY_ACCESS_JSON for sam local)")
-	}
-	o := access.Options{Every: access.DefaultEvery, MaxAge: access.DefaultMaxAge}
-	for _, d := range []struct {
-		name string
-		to   *time.Duration
-	}{{"GATEWAY_ACCESS_REFRESH", &o.Every}, {"GATEWAY_ACCESS_MAX_AGE", &o.MaxAge}} {
-		if v := getenv(d.name); v != "" {
-			t, err := time.ParseDuration(v)
-			if err != nil || t <= 0 {
-				return nil, fmt.Errorf("%s=%q: want a positive duration such as 5m", d.name, v)
-			}
-			*d.to = t
-		}
-	}
-	if o.MaxAge < o.Every {
-		return nil, fmt.Errorf("GATEWAY_ACCESS_MAX_AGE (%s) is shorter than GATEWAY_ACCESS_REFRESH (%s): every environment would refuse tokens between reads", o.MaxAge, o.Every)
+	if s.AccessSecret == "" {
+		return nil, fmt.Errorf("no access document: set %s (or %s for sam local)", settings.EnvAccessSecret, settings.EnvAccessJSON)
 	}
 	client, err := sm()
 	if err != nil {
 		return nil, err
 	}
-	load := func(ctx context.Context) ([]byte, error) { return tenants.SecretString(ctx, client, id) }
+	load := func(ctx context.Context) ([]byte, error) { return tenants.SecretString(ctx, client, s.AccessSecret) }
 	// A document that cannot be read now is read again at requests, which
 	// are refused (1206) until it is: never an init error, which API
 	// Gateway would answer with a bare 502.
-	return access.Start(ctx, load, o, log)
+	return access.Start(ctx, load, access.Options{Every: s.AccessRefresh, MaxAge: s.AccessMaxAge}, log)
 }
 
-func instanceSource(getenv func(string) string, sm func() (*secretsmanager.Client, error)) (gateway.Instances, error) {
+func instanceSource(s settings.Settings, sm func() (*secretsmanager.Client, error)) (gateway.Instances, error) {
 	// For sam local and tests only: in AWS, passwords belong in Secrets
 	// Manager, not in the function's environment.
-	if inline := getenv("GATEWAY_INSTANCES_JSON"); inline != "" {
-		f, err := tenants.ParseFile([]byte(inline))
+	if s.InstancesJSON != "" {
+		f, err := tenants.ParseFile([]byte(s.InstancesJSON))
 		if err != nil {
-			return nil, fmt.Errorf("GATEWAY_INSTANCES_JSON: %w", err)
+			return nil, fmt.Errorf("%s: %w", settings.EnvInstancesJSON, err)
 		}
 		return f, nil
 	}
-	prefix := getenv("GATEWAY_SECRET_PREFIX")
-	if prefix == "" {
-		return nil, errors.New("no instance source: set GATEWAY_SECRET_PREFIX (or GATEWAY_INSTANCES_JSON for sam local)")
-	}
-	var opts tenants.CacheOptions
-	if v := getenv("GATEWAY_SECRET_TTL"); v != "" {
-		ttl, err := time.ParseDuration(v)
-		if err != nil || ttl <= 0 {
-			return nil, fmt.Errorf("GATEWAY_SECRET_TTL=%q: want a positive duration such as 5m", v)
-		}
-		opts.TTL = ttl
+	if s.SecretPrefix == "" {
+		return nil, fmt.Errorf("no instance source: set %s (or %s for sam local)", settings.EnvSecretPrefix, settings.EnvInstancesJSON)
 	}
 	client, err := sm()
 	if err != nil {
 		return nil, err
 	}
-	return tenants.NewCache(tenants.NewSecretsManager(client, prefix), opts), nil
+	return tenants.NewCache(tenants.NewSecretsManager(client, s.SecretPrefix), tenants.CacheOptions{TTL: s.SecretTTL}), nil
 }
 
 // Handle serves one API Gateway event. The Lambda deadline and the API
@@ -259,13 +230,17 @@ func (f *Function) Close() error { return f.pools.Close() }
 
 // Main is the whole main of a function binary; builtCatalog as in New.
 func Main(endpoint catalog.Endpoint, builtCatalog string) {
-	// The template's LogLevel comes as GATEWAY_LOG_LEVEL, and Lambda's own
-	// filter (LoggingConfig.ApplicationLogLevel, AWS_LAMBDA_LOG_LEVEL) stays
-	// at DEBUG: Lambda would drop the request lines, the metrics, at WARN.
-	level := cmp.Or(os.Getenv("GATEWAY_LOG_LEVEL"), os.Getenv("AWS_LAMBDA_LOG_LEVEL"), os.Getenv("LOG_LEVEL"))
+	s, err := settings.Read(os.Getenv)
+	// The template's LogLevel filters here, and Lambda's own filter
+	// (LoggingConfig.ApplicationLogLevel) stays at DEBUG: Lambda would drop
+	// the request lines, the metrics, at WARN. Settings that cannot be read
+	// are told at INFO, the zero level.
 	all := slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelDebug})
-	log := slog.New(newLevelHandler(all, gateway.LogLevel(level)))
-	fn, err := New(context.Background(), endpoint, builtCatalog, os.Getenv, log)
+	log := slog.New(newLevelHandler(all, s.LambdaLogLevel))
+	var fn *Function
+	if err == nil {
+		fn, err = build(context.Background(), endpoint, builtCatalog, s, log)
+	}
 	if err != nil {
 		log.Error("cannot start", "endpoint", endpoint, "err", err)
 		os.Exit(1)

@@ -39,15 +39,19 @@ type Encoder struct {
 	spill   Spill
 	spilled bool
 	prefix  int // bytes of the prefix and the array's "["
+	suffix  string
 	buf     []byte
 	cols    []Column
 	rows    int
 	extra   int // what escaping the buffer as a JSON string adds to it
 }
 
-// NewEncoder starts an answer with prefix, e.g. `{"cod_error":0,"data":`.
-func NewEncoder(prefix string, lim Limits) *Encoder {
-	e := &Encoder{lim: lim, buf: make([]byte, 0, 4096)}
+// NewEncoder starts an answer with prefix, e.g. `{"cod_error":0,"data":`,
+// and ends it with suffix, e.g. `}`: whoever finishes the answer (the
+// gateway, or the layer that keeps it under an idempotency key) needs to
+// know nothing of its frame.
+func NewEncoder(prefix, suffix string, lim Limits) *Encoder {
+	e := &Encoder{lim: lim, suffix: suffix, buf: make([]byte, 0, 4096)}
 	e.buf = append(append(e.buf, prefix...), '[')
 	e.prefix = len(e.buf)
 	e.extra = stringExtra(e.buf)
@@ -145,10 +149,10 @@ func (e *Encoder) tooLarge(v any) bool {
 	return len(e.buf)+e.extra+n > e.lim.MaxBytes
 }
 
-// Finish closes the array, appends suffix and returns the answer, or what
-// of it was not spilled.
-func (e *Encoder) Finish(suffix string) []byte {
-	return append(append(e.buf, ']'), suffix...)
+// Finish closes the array, appends the suffix and returns the answer, or
+// what of it was not spilled. It may be called more than once.
+func (e *Encoder) Finish() []byte {
+	return append(append(e.buf, ']'), e.suffix...)
 }
 
 // StringSize is len(b) written as a JSON string by the Lambda runtime

@@ -54,14 +54,14 @@ func TestEncoderValues(t *testing.T) {
 // encode encodes rows with no prefix and no suffix.
 func encode(t testing.TB, lim Limits, cols []Column, rows ...[]any) []byte {
 	t.Helper()
-	e := NewEncoder("", lim)
+	e := NewEncoder("", "", lim)
 	e.Columns(cols)
 	for _, r := range rows {
 		if err := e.Row(r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return e.Finish("")
+	return e.Finish()
 }
 
 func TestEncoderKeepsColumnOrder(t *testing.T) {
@@ -90,7 +90,7 @@ func TestEncoderLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := NewEncoder(`{"data":`, tt.lim)
+			e := NewEncoder(`{"data":`, "}", tt.lim)
 			e.Columns(cols)
 			var err error
 			for err == nil && e.Rows() < 1000 {
@@ -99,7 +99,7 @@ func TestEncoderLimits(t *testing.T) {
 			if !errors.Is(err, tt.wantErr) || e.Rows() != tt.fits {
 				t.Fatalf("stopped after %d rows with %v, want %d rows and %v", e.Rows(), err, tt.fits, tt.wantErr)
 			}
-			got := e.Finish("}")
+			got := e.Finish()
 			if !json.Valid(got) {
 				t.Fatalf("the answer after the refused row is not JSON: %s", got)
 			}
@@ -107,7 +107,7 @@ func TestEncoderLimits(t *testing.T) {
 				t.Fatalf("answer of %d bytes as a JSON string passes the limit %d", StringSize(got), tt.lim.MaxBytes)
 			}
 			e.Reset()
-			if e.Rows() != 0 || string(e.Finish("}")) != `{"data":[]}` {
+			if e.Rows() != 0 || string(e.Finish()) != `{"data":[]}` {
 				t.Fatalf("Reset left %d rows", e.Rows())
 			}
 		})

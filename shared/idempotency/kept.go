@@ -1,4 +1,4 @@
-package firebird
+package idempotency
 
 import (
 	"bytes"
@@ -8,40 +8,47 @@ import (
 	"strings"
 	"time"
 
+	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/firebird"
 	"github.com/erp-gateway/gateway/shared/record"
 )
 
-// A keyed write's answer is kept by the block itself, as the read-back's
-// values in text, when every column's values have a text the server writes
-// and the driver's value can be told from exactly: the answer then costs no
-// statement of its own after the block, a round trip of the few a write
-// makes (README, "Measurements"). Answers with other columns (floating
-// point, BLOB, time zones, binary or untyped text), or too long for the key
-// table's ANSWER, are kept as their JSON by a statement of their own.
+// The kept form. A keyed write's answer is kept by the write's own block as
+// the read-back's values in text, when every column's values have a text
+// the server writes and the driver's value can be told from exactly: the
+// answer then costs no statement of its own after the block, a round trip
+// of the few a write makes (README, "Measurements"). Answers with other
+// columns (floating point, BLOB, time zones, binary or untyped text), or
+// too long for ANSWER, are kept as their JSON by a statement of their own.
 //
-// The kept text is keptMark, then each column's code and name, then the
-// rows' values in column order. A name or a value is its length in bytes,
-// ":" and its bytes; a NULL value is "-". A replay encodes the values again
-// with the encoder the answer was first written with.
+// The text is keptMark, then each column's code and name, then the rows'
+// values in column order. A name or a value is its length in bytes, ":"
+// and its bytes; a NULL value is "-". A replay decodes the values into the
+// driver's and encodes them again with the encoder the answer was first
+// written with, so it is byte for byte the first answer. `make kept` shows
+// a kept answer as JSON.
+//
+// This file is the form's one description: the columns it keeps (form),
+// the SQL that writes it (form.header, form.values) and its reading
+// (decode).
 
 // keptMark starts an answer kept as values; an answer kept as JSON starts
 // with "{".
 const keptMark = "K1;"
 
-// keptHeaderMax bounds the columns' part, so that an answer without rows is
-// always kept by the block.
-const keptHeaderMax = 2000
-
-// keptPartMax is the longest text a block variable holds (GATEWAY$V).
-const keptPartMax = 32765
-
-// textCharsMax is the longest text (in characters) kept: its UTF8 and its
-// length fit in GATEWAY$V.
-const textCharsMax = (keptPartMax - 24) / 4
-
-// keptNumberChars is more than the server's text of any number, date, time
-// or boolean the block keeps takes.
-const keptNumberChars = 32
+const (
+	// keptHeaderMax bounds the columns' part, so that an answer without
+	// rows is always kept by the block.
+	keptHeaderMax = 2000
+	// keptPartMax is the longest text a block variable holds (GATEWAY$V).
+	keptPartMax = 32765
+	// textCharsMax is the longest text (in characters) kept: its UTF8 and
+	// its length fit in GATEWAY$V.
+	textCharsMax = (keptPartMax - 24) / 4
+	// keptNumberChars is more than the server's text of any number, date,
+	// time or boolean the block keeps takes.
+	keptNumberChars = 32
+)
 
 // Column codes: how a column's text is read back into the driver's value.
 const (
@@ -55,56 +62,61 @@ const (
 	keptBoolean   = 'b'
 )
 
-// keptCode is the code of a column of the given RDB$FIELDS type, scale,
-// character set and length, 0 when its values cannot be kept as text.
-func keptCode(fieldType, scale, charset, chars int64) byte {
-	text := func(code byte) byte {
-		// NONE and OCTETS reach the driver as bytes.
-		if charset <= 1 || chars <= 0 || chars > textCharsMax {
-			return 0
-		}
-		return code
-	}
-	switch fieldType {
-	case 7, 8, 16: // SMALLINT, INTEGER, BIGINT
-		switch {
-		case scale == 0:
-			return keptInteger
-		case scale < 0 && scale >= -6:
-			// The driver writes a number below 1e-6 in scientific notation,
-			// which the server's text never is: more than 6 decimals could
-			// hold one.
+var keptKinds = map[byte]record.Kind{
+	keptText: record.Text, keptChar: record.Text, keptInteger: record.Integer, keptDecimal: record.Decimal,
+	keptDate: record.Date, keptTime: record.Time, keptTimestamp: record.Timestamp, keptBoolean: record.Boolean,
+}
+
+// keptCode is the code of a column, 0 when its values cannot be kept.
+func keptCode(p catalog.DBParam) byte {
+	switch p.Type {
+	case "SMALLINT", "INTEGER", "BIGINT":
+		return keptInteger
+	case "NUMERIC", "DECIMAL":
+		// The driver writes a number below 1e-6 in scientific notation,
+		// which the server's text never is: more than 6 decimals could
+		// hold one.
+		if p.Scale <= 6 {
 			return keptDecimal
 		}
-	case 12:
+	case "DATE":
 		return keptDate
-	case 13:
+	case "TIME":
 		return keptTime
-	case 35:
+	case "TIMESTAMP":
 		return keptTimestamp
-	case 23:
+	case "BOOLEAN":
 		return keptBoolean
-	case 14:
-		return text(keptChar)
-	case 37:
-		return text(keptText)
+	case "CHAR", "VARCHAR":
+		// NONE and OCTETS reach the driver as bytes.
+		if p.Charset == "NONE" || p.Charset == "OCTETS" || p.Charset == "" || p.Chars <= 0 || p.Chars > textCharsMax {
+			return 0
+		}
+		if p.Type == "CHAR" {
+			return keptChar
+		}
+		return keptText
 	}
 	return 0
 }
 
-// keptHeader is the start of an answer kept as values: the mark and the
-// columns. ok is false when it cannot be: a column whose values cannot be
-// kept, a name not in ASCII (the block's text may reach the server in
+// form is the kept form of a read-back's columns.
+type form struct{ cols []catalog.DBParam }
+
+// header is the start of a kept answer: the mark and the columns. ok is
+// false when the answer cannot be kept as values: a column whose values
+// cannot be, a name not in ASCII (the block's text may reach the server in
 // another character set), or too many columns.
-func keptHeader(cols []param) (header string, ok bool) {
+func (f form) header() (header string, ok bool) {
 	var b strings.Builder
 	b.WriteString(keptMark)
-	for _, c := range cols {
-		if c.kept == 0 || !ascii(c.name) {
+	for _, c := range f.cols {
+		code := keptCode(c)
+		if code == 0 || !ascii(c.Name) {
 			return "", false
 		}
-		b.WriteByte(c.kept)
-		b.WriteString(strconv.Itoa(len(c.name)) + ":" + c.name)
+		b.WriteByte(code)
+		b.WriteString(strconv.Itoa(len(c.Name)) + ":" + c.Name)
 	}
 	return b.String(), b.Len() <= keptHeaderMax
 }
@@ -118,12 +130,12 @@ func ascii(s string) bool {
 	return true
 }
 
-// keptValues is what a block adds to its answer for one row of cols: the
-// values in text, while they fit. The answer is GATEWAY$A; GATEWAY$KEPT
-// turns 0 for good at the first part that does not fit. A statement writes
-// the values of as many columns as GATEWAY$V surely holds (one statement
-// for all costs the server a third of one for each column).
-func keptValues(cols []param) string {
+// values is what a block adds to the kept answer GATEWAY$A for one row: the
+// values in text, while they fit. GATEWAY$KEPT turns 0 for good at the
+// first part that does not fit. A statement writes the values of as many
+// columns as GATEWAY$V surely holds (one statement for all costs the server
+// a third of one for each column).
+func (f form) values() string {
 	var b strings.Builder
 	var parts []string
 	size := 0
@@ -135,10 +147,10 @@ func keptValues(cols []param) string {
 		fmt.Fprintf(&b, "    IF (GATEWAY$KEPT = 1 AND OCTET_LENGTH(GATEWAY$A) + OCTET_LENGTH(GATEWAY$V) <= %d) THEN GATEWAY$A = GATEWAY$A || GATEWAY$V;\n    ELSE GATEWAY$KEPT = 0;\n", inlineMax)
 		parts, size = nil, 0
 	}
-	for _, c := range cols {
+	for _, c := range f.cols {
 		chars := keptNumberChars
-		if c.kept == keptText || c.kept == keptChar {
-			chars = c.chars
+		if code := keptCode(c); code == keptText || code == keptChar {
+			chars = c.Chars
 		}
 		// UTF8 takes up to 4 bytes a character; the length's digits and
 		// ":" are the rest.
@@ -146,7 +158,7 @@ func keptValues(cols []param) string {
 		if size+most > keptPartMax {
 			flush()
 		}
-		text := fmt.Sprintf("CAST(:%s AS VARCHAR(%d) CHARACTER SET UTF8)", quoted(c.name), chars)
+		text := fmt.Sprintf("CAST(:%s AS VARCHAR(%d) CHARACTER SET UTF8)", firebird.Quote(c.Name), chars)
 		parts = append(parts, fmt.Sprintf("COALESCE(OCTET_LENGTH(%s) || ':' || %s, '-')", text, text))
 		size += most
 	}
@@ -156,8 +168,8 @@ func keptValues(cols []param) string {
 
 var errKeptUnreadable = errors.New("the kept answer cannot be read")
 
-// replayKept encodes an answer kept as values into out.
-func replayKept(kept []byte, out *record.Encoder) error {
+// decode encodes an answer kept as values into out.
+func decode(kept []byte, out *record.Encoder) error {
 	r := keptReader{rest: kept[len(keptMark):]}
 	var codes []byte
 	var cols []record.Column
@@ -195,11 +207,6 @@ func replayKept(kept []byte, out *record.Encoder) error {
 		}
 	}
 	return nil
-}
-
-var keptKinds = map[byte]record.Kind{
-	keptText: record.Text, keptChar: record.Text, keptInteger: record.Integer, keptDecimal: record.Decimal,
-	keptDate: record.Date, keptTime: record.Time, keptTimestamp: record.Timestamp, keptBoolean: record.Boolean,
 }
 
 // keptValue is the driver's value of a column of code whose server text is

@@ -1,0 +1,331 @@
+package idempotency
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"database/sql/driver"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/erp"
+	"github.com/erp-gateway/gateway/shared/firebird"
+	"github.com/erp-gateway/gateway/shared/record"
+)
+
+const (
+	// sweepTimeout bounds a sweep, which must not hold the answer back.
+	sweepTimeout = time.Second
+	// sweepBatch is how many keys a sweep examines.
+	sweepBatch = 500
+	// DefaultSweepEvery is how often one process sweeps an instance's
+	// expired keys, after a keyed write.
+	DefaultSweepEvery = 10 * time.Second
+	// The part of a keyed write's time kept back from the claim and the
+	// procedure, to find out why they did not end (probe) and answer so: a
+	// tenth of the time, within these bounds.
+	reserveMin, reserveMax = 100 * time.Millisecond, time.Second
+	// How often, and how far apart, a key found held is probed.
+	probeTries = 4
+	probePause = 25 * time.Millisecond
+)
+
+// What a keyed write's steps found, besides the outcomes of erp.
+type found int
+
+const (
+	ran       found = iota // the write ran and committed with its key
+	taken                  // the key is kept already, or was while the claim waited
+	outwaited              // the claim and the procedure ran into the reserve
+	free                   // the probe found the key free (and let it go)
+	held                   // the probe found the key held by a transaction that has not ended
+)
+
+// Database is the instance's pools with writes kept under keys: what the
+// gateway calls.
+type Database struct {
+	*firebird.Pools
+	sweepEvery time.Duration
+	mu         sync.Mutex
+	sweeps     map[string]*sweep // by instance
+}
+
+// sweep is where this process's sweeps of an instance's keys are.
+type sweep struct {
+	last        time.Time
+	scope, from string // the last key examined; "" is the table's start
+}
+
+// New keeps keys over pools, sweeping each instance's expired keys at most
+// every sweepEvery (DefaultSweepEvery when 0) in this process.
+func New(pools *firebird.Pools, sweepEvery time.Duration) *Database {
+	return &Database{Pools: pools, sweepEvery: cmp.Or(sweepEvery, DefaultSweepEvery), sweeps: make(map[string]*sweep)}
+}
+
+// Describe is firebird.Pools.Describe with, when keys, what keeps the
+// instance from keeping keys (CheckTable), in one reading.
+func (d *Database) Describe(ctx context.Context, t erp.Target, names []string, keys bool) (map[string]catalog.Procedure, []string, error) {
+	if !keys {
+		return d.Pools.Describe(ctx, t, names)
+	}
+	return d.Pools.Describe(ctx, t, names, table())
+}
+
+// WriteOnce is Write under the key k; it returns the answer, the one kept
+// before when replayed. The key is claimed (a row of KeyTable) in the
+// write's own transaction, by the statement that runs the procedure and
+// the read-back (block.go), and the answer is kept in that row before the
+// commit, by that statement when it can (kept.go), by one of its own when
+// not: the key and the write commit together or not at all. A request
+// whose key is kept gets the kept answer and runs nothing; one whose key
+// another request holds waits for that request's end, and then replays or
+// runs; still held when only the reserve is left, erp.ErrKeyInProgress.
+func (d *Database) WriteOnce(ctx context.Context, t erp.Target, procedure string, args []any, readBack string, readArgs []any, out *record.Encoder, k erp.Key) (answer []byte, replayed bool, err error) {
+	w := write{procedure: procedure, args: args, readBack: readBack, readArgs: readArgs,
+		keep: strings.EqualFold(cmp.Or(t.Connection.Charset, erp.DefaultCharset), "UTF8")}
+	for attempt := 0; ; attempt++ {
+		got, err := d.write(ctx, t, w, k, out)
+		if got == outwaited {
+			got, err = d.probe(ctx, t, k)
+		}
+		switch got {
+		case ran:
+			if err == nil {
+				d.sweepIfDue(ctx, t, k.TTL)
+				return out.Finish(), false, nil
+			}
+			return nil, false, err
+		case free:
+			// Nobody holds the key: this request's own procedure was
+			// slow, and was cancelled with nothing written.
+			return nil, false, fmt.Errorf("%w: %w", erp.ErrUnavailable, context.DeadlineExceeded)
+		case held:
+			return nil, false, fmt.Errorf("%w: %w", erp.ErrKeyInProgress, err)
+		}
+		fingerprint, kept, ok, err := d.kept(ctx, t, k)
+		switch {
+		case err != nil:
+			return nil, false, err
+		case !ok && attempt < 2:
+			// Its holder rolled back, or it had expired: run anew.
+			continue
+		case !ok:
+			return nil, false, fmt.Errorf("%w: taken and gone twice", erp.ErrKeyInProgress)
+		case fingerprint != k.Fingerprint:
+			return nil, false, erp.ErrKeyReused
+		case bytes.HasPrefix(kept, []byte(keptMark)):
+			if err := decode(kept, out); err != nil {
+				return nil, false, err
+			}
+			return out.Finish(), true, nil
+		}
+		return kept, true, nil
+	}
+}
+
+// write claims k and runs w in one transaction, encoding the read-back's
+// rows into out and keeping the answer. The claim inserts the key's row; a
+// row another transaction inserted and has not ended holds its lock, and
+// the insert waits for that transaction, which either commits (the key is
+// taken) or rolls back (the key is ours). The block may take the call's
+// time less a reserve, in which to find out what it was waiting for
+// (probe).
+func (d *Database) write(ctx context.Context, t erp.Target, w write, k erp.Key, out *record.Encoder) (found, error) {
+	got := ran
+	argv := append(append([]any{k.Scope, k.Key, k.Clave, k.Fingerprint, time.Now().UTC()}, w.args...), w.readArgs...)
+	procs := []string{strings.ToUpper(w.procedure), strings.ToUpper(w.readBack)}
+	err := d.Transact(ctx, t, firebird.ReadWrite, out, func(ctx context.Context, s *firebird.Session) error {
+		wait, cancel := reserved(ctx)
+		defer cancel()
+		last, err := s.Block(wait, "keyed "+w.procedure+" "+w.readBack, procs, func(sigs map[string]catalog.Procedure) (string, int) {
+			text, keeps := w.block(sigs[procs[0]], sigs[procs[1]])
+			if keeps {
+				return text, 1
+			}
+			return text, 0
+		}, argv, out)
+		switch {
+		case firebird.Duplicate(err, KeyTable):
+			got = taken
+			return firebird.ErrRollback
+		case err != nil && wait.Err() != nil && ctx.Err() == nil:
+			got = outwaited
+			return firebird.ErrRollback
+		case err != nil:
+			return err
+		case len(last) == 1 && (last[0] == nil || last[0] == int64(1)):
+			// The block kept the answer: its last row's GATEWAY$KEPT
+			// tells of the whole answer; one without rows always fits.
+			return nil
+		}
+		answer, keep := out.Finish(), keepSQL
+		if len(answer) > inlineMax {
+			keep = keepLongSQL
+		}
+		return s.Exec(ctx, keep, []any{answer, k.Scope, k.Key})
+	})
+	return got, err
+}
+
+// reserved is ctx less the reserve of a keyed write's block.
+func reserved(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	reserve := min(max(time.Until(deadline)/10, reserveMin), reserveMax)
+	return context.WithDeadline(ctx, deadline.Add(-reserve))
+}
+
+// probe finds out why a keyed write ran into its reserve: it claims the key
+// without waiting, in a transaction that is always rolled back. The key is
+// taken (committed by another request), held (another request still runs),
+// or free (the write's own procedure was what took the time). The write's
+// own transaction ends when the server sees its dropped connection, a few
+// milliseconds after: until then it holds the key itself, so a key held is
+// probed again a few times before it counts as another request's.
+func (d *Database) probe(ctx context.Context, t erp.Target, k erp.Key) (found, error) {
+	for i := 0; ; i++ {
+		got, err := d.probeOnce(ctx, t, k)
+		if got != held || i == probeTries-1 {
+			return got, err
+		}
+		select {
+		case <-ctx.Done():
+			return got, err
+		case <-time.After(probePause):
+		}
+	}
+}
+
+func (d *Database) probeOnce(ctx context.Context, t erp.Target, k erp.Key) (found, error) {
+	got := ran
+	err := d.Transact(ctx, t, firebird.NoWait, nil, func(ctx context.Context, s *firebird.Session) error {
+		err := s.Exec(ctx, claimSQL, []any{k.Scope, k.Key, k.Clave, k.Fingerprint, time.Now().UTC()})
+		switch {
+		case err == nil:
+			got = free
+		case firebird.Duplicate(err, KeyTable):
+			got = taken
+		case firebird.LockConflict(err):
+			got = held
+		default:
+			return err
+		}
+		if err == nil {
+			return firebird.ErrRollback
+		}
+		return fmt.Errorf("%w: %w", firebird.ErrRollback, err)
+	})
+	return got, err
+}
+
+// kept reads the key's row. An expired one is removed and reported not
+// found, so the key runs anew.
+func (d *Database) kept(ctx context.Context, t erp.Target, k erp.Key) (fingerprint string, answer []byte, ok bool, err error) {
+	var created time.Time
+	err = d.Transact(ctx, t, firebird.ReadOnly, nil, func(ctx context.Context, s *firebird.Session) error {
+		row, err := s.Row(ctx, keptSQL, []any{k.Scope, k.Key})
+		if err != nil || row == nil {
+			return err
+		}
+		ok = true
+		fingerprint, _ = row[0].(string)
+		answer, _ = row[1].([]byte)
+		created, _ = row[2].(time.Time)
+		return nil
+	})
+	if err != nil || !ok {
+		return "", nil, false, err
+	}
+	cutoff := time.Now().UTC().Add(-k.TTL)
+	if created.Before(cutoff) {
+		err = d.Transact(ctx, t, firebird.ReadWrite, nil, func(ctx context.Context, s *firebird.Session) error {
+			return s.Exec(ctx, expireSQL, []any{k.Scope, k.Key, cutoff})
+		})
+		return "", nil, false, err
+	}
+	return strings.TrimSpace(fingerprint), answer, true, nil
+}
+
+// sweepIfDue examines a batch of the instance's keys and removes the
+// expired among them, at most every sweepEvery in this process, in a short
+// transaction of its own; batch after batch, it goes through the whole
+// table and starts again. It is best effort: a sweep that fails is tried
+// again at the next one.
+func (d *Database) sweepIfDue(ctx context.Context, t erp.Target, ttl time.Duration) {
+	d.mu.Lock()
+	sw := d.sweeps[t.Instance]
+	if sw == nil {
+		sw = &sweep{}
+		d.sweeps[t.Instance] = sw
+	}
+	due := time.Since(sw.last) >= d.sweepEvery
+	from := *sw
+	if due {
+		sw.last = time.Now()
+	}
+	d.mu.Unlock()
+	if !due {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, sweepTimeout)
+	defer cancel()
+	cutoff := time.Now().UTC().Add(-ttl)
+	var next sweep
+	err := d.Transact(ctx, t, firebird.ReadWrite, nil, func(ctx context.Context, s *firebird.Session) error {
+		row, err := s.Row(ctx, sweepSQL, []any{from.scope, from.from, cutoff, sweepBatch})
+		if err != nil || row == nil {
+			return err
+		}
+		next.scope, _ = row[0].(string)
+		next.from, _ = row[1].(string)
+		if seen, _ := row[2].(int64); seen < sweepBatch {
+			next = sweep{} // the end: start again
+		}
+		return nil
+	})
+	if err == nil {
+		d.mu.Lock()
+		sw.scope, sw.from = next.scope, next.from
+		d.mu.Unlock()
+	}
+}
+
+// Kept is a key's row as a DBA reads it (make kept).
+type Kept struct {
+	Scope, Key, Clave string
+	Created           time.Time
+	// Answer is the kept answer as the client got it.
+	Answer []byte
+}
+
+// Show reads the rows kept under key, in every scope, their answers in the
+// frame newAnswer gives (the gateway's).
+func (d *Database) Show(ctx context.Context, t erp.Target, key string, newAnswer func() *record.Encoder) ([]Kept, error) {
+	var rows []Kept
+	err := d.Transact(ctx, t, firebird.ReadOnly, nil, func(ctx context.Context, s *firebird.Session) error {
+		return s.Each(ctx, "SELECT SCOPE, IDEM_KEY, CLAVE, CREATED_AT, COALESCE(ANSWER, ANSWER_LONG) FROM "+KeyTable+" WHERE IDEM_KEY = ? ORDER BY SCOPE", []any{key}, func(v []driver.Value) error {
+			var k Kept
+			k.Scope, _ = v[0].(string)
+			k.Key, _ = v[1].(string)
+			k.Clave, _ = v[2].(string)
+			k.Created, _ = v[3].(time.Time)
+			kept, _ := v[4].([]byte)
+			k.Answer = bytes.Clone(kept)
+			if bytes.HasPrefix(kept, []byte(keptMark)) {
+				out := newAnswer()
+				if err := decode(kept, out); err != nil {
+					return err
+				}
+				k.Answer = out.Finish()
+			}
+			rows = append(rows, k)
+			return nil
+		})
+	})
+	return rows, err
+}
