@@ -8,7 +8,7 @@ import (
 
 // Fault is an outcome a database adapter reports instead of an answer, born
 // with what the gateway needs to answer it: its code (the code table says
-// its status and what the client may do) and whether it tells that the
+// its status), what the client may do, and whether it tells that the
 // database failed to serve the call, which alone counts against the
 // instance (its breaker). An adapter wraps a fault around its cause, which
 // is for logs only: fmt.Errorf("%w: %w", erp.ErrUnavailable, cause).
@@ -18,6 +18,8 @@ type Fault struct {
 	// Down: the database failed to serve the call (unreachable, out of
 	// time), as opposed to answering it with a refusal.
 	Down bool
+	// Advice is what the client may do, as the answer's message ends.
+	Advice string
 	// of is the broader fault this one is a case of (errors.Is holds).
 	of *Fault
 }
@@ -44,23 +46,23 @@ func FaultOf(err error) *Fault {
 var (
 	// ErrUnavailable: the database could not serve the call (unreachable,
 	// shut down, out of time). Nothing of the call was committed.
-	ErrUnavailable = &Fault{text: "database unavailable", Code: CodeUnavailable, Down: true}
+	ErrUnavailable = &Fault{text: "database unavailable", Code: CodeUnavailable, Down: true, Advice: "try again later"}
 	// ErrCredentials: the server refused the user or password, so fresher
 	// settings may help. The database answered: it is up.
-	ErrCredentials = &Fault{text: "database unavailable: credentials refused", Code: CodeUnavailable, of: ErrUnavailable}
+	ErrCredentials = &Fault{text: "database unavailable: credentials refused", Code: CodeUnavailable, Advice: ErrUnavailable.Advice, of: ErrUnavailable}
 	// ErrCannotRun: the database answered but cannot run the call as the
 	// catalog states it: the procedure is missing, has another signature,
 	// or may not be executed. One procedure's trouble says nothing of the
 	// others.
-	ErrCannotRun = &Fault{text: "database unavailable: the database cannot run the call", Code: CodeUnavailable, of: ErrUnavailable}
+	ErrCannotRun = &Fault{text: "database unavailable: the database cannot run the call", Code: CodeUnavailable, Advice: ErrUnavailable.Advice, of: ErrUnavailable}
 	// ErrOutcomeUnknown: a write's commit was sent and never answered; it
 	// may or may not have been committed.
-	ErrOutcomeUnknown = &Fault{text: "the outcome of the write is unknown", Code: CodeOutcomeUnknown, Down: true}
+	ErrOutcomeUnknown = &Fault{text: "the outcome of the write is unknown", Code: CodeOutcomeUnknown, Down: true, Advice: "read the record before retrying"}
 	// ErrKeyReused: the idempotency key was kept for another request.
-	ErrKeyReused = &Fault{text: "the idempotency key was used for another request", Code: CodeKeyReused}
+	ErrKeyReused = &Fault{text: "the idempotency key was used for another request", Code: CodeKeyReused, Advice: "use a new key for a new request"}
 	// ErrKeyInProgress: a request with the idempotency key is still
 	// running and did not end in time.
-	ErrKeyInProgress = &Fault{text: "a request with the idempotency key is still running", Code: CodeKeyInProgress}
+	ErrKeyInProgress = &Fault{text: "a request with the idempotency key is still running", Code: CodeKeyInProgress, Advice: "send it again in a moment, with the same key"}
 )
 
 // Exception is the database's own refusal of a call: a user exception raised

@@ -102,14 +102,15 @@ func (h *Handler) answer(ctx context.Context, t erp.Target, w *work, err error) 
 	if errors.As(err, &exc) {
 		return h.exception(exc)
 	}
+	f := erp.FaultOf(err)
 	switch code := codeOf(err); code {
 	case erp.CodePaused:
 		errors.As(err, &paused)
 		return h.pausedAnswer(t, paused, nothingWritten)
 	case erp.CodeKeyReused:
-		return refusal(code, "this Idempotency-Key was sent before with another request (another CLAVE or other values); nothing was written; use a new key for a new request")
+		return refusal(code, "this Idempotency-Key was sent before with another request (another CLAVE or other values); nothing was written; "+f.Advice)
 	case erp.CodeKeyInProgress:
-		o := refusal(code, "a request with this Idempotency-Key is still running; send it again in a moment, with the same key")
+		o := refusal(code, "a request with this Idempotency-Key is still running; "+f.Advice)
 		o.retryAfter = time.Second
 		return o
 	case erp.CodeTooManyRows:
@@ -119,9 +120,11 @@ func (h *Handler) answer(ctx context.Context, t erp.Target, w *work, err error) 
 	case erp.CodeOutcomeUnknown:
 		h.log.ErrorContext(ctx, "write outcome unknown", "instance", t.Instance, "clave", call.Op.Clave, "err", err)
 		if w.key != nil {
+			// The key answers what happened: the fault's advice is for
+			// writes without one.
 			return refusal(code, "the database of instance "+t.Instance+" did not confirm the write: send it again with the same Idempotency-Key, which answers what happened")
 		}
-		return refusal(code, "the database of instance "+t.Instance+" did not confirm the write: it may or may not have happened; read the record before retrying")
+		return refusal(code, "the database of instance "+t.Instance+" did not confirm the write: it may or may not have happened; "+f.Advice)
 	case erp.CodeUnavailable:
 		if errors.Is(err, erp.ErrCannotRun) {
 			h.log.ErrorContext(ctx, "database cannot run the operation", "instance", t.Instance, "clave", call.Op.Clave, "err", err)
@@ -129,13 +132,13 @@ func (h *Handler) answer(ctx context.Context, t erp.Target, w *work, err error) 
 			if findings := h.diagnose(ctx, t, call.Op, w.key != nil); len(findings) > 0 {
 				why = strings.Join(findings, "; ")
 			}
-			return refusal(code, "the database of instance "+t.Instance+" cannot run "+call.Op.Clave+" right now ("+why+")"+nothingWritten+"; try again later")
+			return refusal(code, "the database of instance "+t.Instance+" cannot run "+call.Op.Clave+" right now ("+why+")"+nothingWritten+"; "+f.Advice)
 		}
 		h.log.WarnContext(ctx, "database unavailable", "instance", t.Instance, "clave", call.Op.Clave, "err", err)
 		if errors.Is(err, context.DeadlineExceeded) {
-			return refusal(code, fmt.Sprintf("the database of instance %s did not answer within %s%s; try again later", t.Instance, h.cfg.Timeout, nothingWritten))
+			return refusal(code, fmt.Sprintf("the database of instance %s did not answer within %s%s; %s", t.Instance, h.cfg.Timeout, nothingWritten, f.Advice))
 		}
-		return refusal(code, "the database of instance "+t.Instance+" is not reachable right now"+nothingWritten+"; try again later")
+		return refusal(code, "the database of instance "+t.Instance+" is not reachable right now"+nothingWritten+"; "+f.Advice)
 	}
 	h.log.ErrorContext(ctx, "call failed", "instance", t.Instance, "err", err)
 	return refusal(erp.CodeInternal, "internal error")
