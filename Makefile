@@ -20,7 +20,7 @@ export FB_TEST_PASSWORD ?= gateway-demo
 .DEFAULT_GOAL := help
 help:
 	@echo "make run | make test | make serve ADDR=host:port INSTANCES=file ACCESS=file | make bench | make lint"
-	@echo "make load | make build [CATALOG=file] | make deploy | make local-api | make token INSTANCE=name [READ_ONLY=1] [CLAVES=a,b] [EXPIRES=YYYY-MM-DD] | make token-key | make demo-reset   (README.md)"
+	@echo "make roundtrips | make load | make build [CATALOG=file] | make deploy | make local-api | make token INSTANCE=name [READ_ONLY=1] [CLAVES=a,b] [EXPIRES=YYYY-MM-DD] | make token-key | make demo-reset   (README.md)"
 	@echo "make openapi | make check | make doctor | make catalog-from-db | make idempotency-sql [USER=GATEWAY] | make kept INSTANCE=name KEY=key   (README.md, \"The catalog\")"
 
 # Mint a bearer token for INSTANCE with the access document: a file (ACCESS,
@@ -36,7 +36,7 @@ token:
 token-key:
 	@go run ./infra/minttoken -new-key
 
-.PHONY: help token token-key load-neighbour load-slow run serve test bench load lint demo-db demo-reset firebird test-db build deploy local-api build-ExecuteQueryFunction build-ExecuteFunction build-ExecuteQueryHookFunction build-ExecuteHookFunction check-catalog catalog-from-db doctor openapi check idempotency-sql kept
+.PHONY: help roundtrips token token-key load-neighbour load-slow run serve test bench load lint demo-db demo-reset firebird test-db build deploy local-api build-ExecuteQueryFunction build-ExecuteFunction build-ExecuteQueryHookFunction build-ExecuteHookFunction check-catalog catalog-from-db doctor openapi check idempotency-sql kept
 
 # The Lambda binaries: linux/arm64, static, no RPC shim, stripped. CATALOG=file
 # (make build, sam build) builds that catalog into both, gzipped and base64'd
@@ -137,6 +137,11 @@ bench: test-db
 	  END {if (n) printf "20,000-row read at 4 clients: streamed / sent whole = %.2fx throughput (mean of %d runs)\n", t/n, n}' bin/bench.txt
 	@for w in terceros pago; do awk -v w=$$w '$$1 ~ "BenchmarkWrite/"w {for (i = 3; i < NF; i++) {if ($$(i+1) == "keyed/unkeyed-time") {t += $$i; n++} if ($$(i+1) == "keyed/unkeyed-cpu") c += $$i}} \
 	  END {if (n) printf "%s: keyed / unkeyed write = %.2fx time, %.2fx Firebird CPU (mean of %d runs, keyed and unkeyed alternating)\n", w, t/n, c/n, n}' bin/bench.txt; done
+
+# Round trips per operation, through a proxy that stands in for the WAN and
+# counts them, for the gateway and the raw driver (README, "Round trips").
+roundtrips: test-db
+	@FB_TEST_SYSDBA_PASSWORD=$$($(FB) sysdba) go test -count=1 -run '^TestRoundTrips$$' -v ./shared/gateway/ | sed -n 's/^ *roundtrips_test.go:[0-9]*: //p'
 
 # The local server on the demo database under 1, 4 and 16 clients, against the
 # raw prepared-statement driver loop in the same run; then 5000 mixed requests

@@ -33,6 +33,7 @@ func (s *Session) Block(ctx context.Context, name string, procedures []string, w
 			s.at.Store(int32(preparing))
 			sigs, err := signatures(ctx, s.Each, procedures)
 			if err != nil {
+				s.at.Store(int32(preparing)) // whatever phase the reading left
 				return nil, err
 			}
 			b.text, b.hidden = write(sigs)

@@ -6,11 +6,13 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/nakagami/firebirdsql"
 
+	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/record"
 )
@@ -68,15 +70,17 @@ func (p *Pools) Read(ctx context.Context, t erp.Target, procedure string, args [
 }
 
 // Write runs an executable procedure and then the read-back procedure in one
-// read-write transaction, encodes the read-back's rows into out, and commits
-// only when both succeeded and the rows fit out's limits.
+// read-write transaction, as one block (WriteBlock), encodes the read-back's
+// rows into out, and commits only when both succeeded and the rows fit
+// out's limits.
 func (p *Pools) Write(ctx context.Context, t erp.Target, procedure string, args []any, readBack string, readArgs []any, out *record.Encoder) error {
-	exec, query := executeSQL(procedure, len(args)), selectSQL(readBack, len(readArgs))
+	procs := []string{strings.ToUpper(procedure), strings.ToUpper(readBack)}
+	write := func(sigs map[string]catalog.Procedure) (string, int) {
+		return WriteBlock(procedure, len(args), readBack, len(readArgs), sigs[procs[0]], sigs[procs[1]], WriteParts{})
+	}
+	argv := append(append([]any(nil), args...), readArgs...)
 	return p.Transact(ctx, t, ReadWrite, out, func(ctx context.Context, s *Session) error {
-		if err := s.Exec(ctx, exec, args); err != nil {
-			return err
-		}
-		_, err := s.Query(ctx, query, readArgs, out, 0)
+		_, err := s.Block(ctx, "write "+procedure+" "+readBack, procs, write, argv, out)
 		return err
 	})
 }
@@ -197,14 +201,11 @@ func (c *conn) call(ctx context.Context, opts Options, mode Mode, at *atomic.Int
 	}
 	s := &Session{conn: c, fc: fc, at: at}
 	if mode == ReadOnly {
-		if c.read == nil {
-			tx, err := fc.BeginTx(ctx, txOptions(ReadOnly))
-			if err != nil {
-				c.settle(ctx, fc, err)
-				return err
-			}
-			c.read = tx
-		}
+		// The read transaction begins with the first statement
+		// (Session.prepare): a ping needs none, and a connection that
+		// only writes (the execute function's) then never has one to end
+		// before each write.
+		s.reads = true
 		if err := body(ctx, s); err != nil {
 			// A failed statement is undone on its own; the transaction
 			// stays usable when the connection does.

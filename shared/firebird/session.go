@@ -18,9 +18,19 @@ type Session struct {
 	conn *conn
 	fc   driverConn
 	at   *atomic.Int32
+	// reads: statements run in the connection's read transaction, begun
+	// with the first.
+	reads bool
 }
 
 func (s *Session) prepare(ctx context.Context, query string) (*stmt, error) {
+	if s.reads && s.conn.read == nil {
+		tx, err := s.fc.BeginTx(ctx, txOptions(ReadOnly))
+		if err != nil {
+			return nil, err
+		}
+		s.conn.read = tx
+	}
 	s.at.Store(int32(preparing))
 	st, err := s.conn.statement(ctx, s.fc, query)
 	if err != nil {

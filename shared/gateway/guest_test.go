@@ -108,7 +108,9 @@ func TestMixedLoadLeavesNoTransactionOpen(t *testing.T) {
 	second := stateOf(t, admin)
 	t.Logf("after 600 mixed requests: %+v; after 600 more: %+v", first, second)
 
-	const operations, maxConns = 4, 4 // the three reads and Set_Terceros; the default pool cap
+	// The three reads, Set_Terceros' block, and the query of procedures'
+	// signatures the block is written from; the default pool cap.
+	const operations, maxConns = 5, 4
 	for _, s := range []gatewayState{first, second} {
 		// At most each connection's read transaction, read-only and
 		// pre-committed; never a read-write one.

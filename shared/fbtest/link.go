@@ -1,0 +1,123 @@
+package fbtest
+
+import (
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/erp-gateway/gateway/shared/erp"
+)
+
+// Link is a TCP proxy to Firebird standing in for a WAN: each direction's
+// bytes arrive Delay after they were sent (a round trip costs 2×Delay), and
+// it counts round trips, each time a client sends after the server last
+// spoke (or first): the exchanges a client waits on. Counts do not drift
+// with a loaded machine, so tests hold them.
+type Link struct {
+	// Addr is where clients connect instead of Firebird.
+	Addr  string
+	delay time.Duration
+	trips atomic.Int64
+}
+
+// NewLink proxies to cfg's server with delay each way until the test ends.
+func NewLink(t testing.TB, cfg erp.Connection, delay time.Duration) *Link {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &Link{Addr: ln.Addr().String(), delay: delay}
+	target := net.JoinHostPort(cfg.Host, strconv.Itoa(cmpPort(cfg.Port)))
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			client, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			server, err := net.Dial("tcp", target)
+			if err != nil {
+				client.Close()
+				continue
+			}
+			var turn atomic.Bool // true once the server spoke last
+			turn.Store(true)
+			wg.Add(2)
+			go func() { defer wg.Done(); l.pipe(server, client, func() { l.count(&turn, false) }) }()
+			go func() { defer wg.Done(); l.pipe(client, server, func() { l.count(&turn, true) }) }()
+		}
+	}()
+	return l
+}
+
+func cmpPort(p int) int {
+	if p == 0 {
+		return 3050
+	}
+	return p
+}
+
+// Through is cfg reaching its server through the link.
+func (l *Link) Through(cfg erp.Connection) erp.Connection {
+	host, port, _ := net.SplitHostPort(l.Addr)
+	cfg.Host = host
+	cfg.Port, _ = strconv.Atoi(port)
+	return cfg
+}
+
+// RoundTrips is how many round trips clients made so far.
+func (l *Link) RoundTrips() int64 { return l.trips.Load() }
+
+// count notes who spoke: a client speaking after the server starts a round
+// trip.
+func (l *Link) count(serverLast *atomic.Bool, server bool) {
+	if !server && serverLast.Swap(false) {
+		l.trips.Add(1)
+	}
+	if server {
+		serverLast.Store(true)
+	}
+}
+
+// pipe copies src to dst, each piece delayed, in order; spoke is called as
+// each piece is read.
+func (l *Link) pipe(dst, src net.Conn, spoke func()) {
+	type piece struct {
+		b  []byte
+		at time.Time
+	}
+	pieces := make(chan piece, 1024)
+	go func() {
+		defer close(pieces)
+		for {
+			buf := make([]byte, 64<<10)
+			n, err := src.Read(buf)
+			if n > 0 {
+				spoke()
+				pieces <- piece{buf[:n], time.Now().Add(l.delay)}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	for p := range pieces {
+		time.Sleep(time.Until(p.at))
+		if _, err := dst.Write(p.b); err != nil {
+			break
+		}
+	}
+	// One side ended: end both, as a network would, and let the reader
+	// end.
+	src.Close()
+	dst.Close()
+	for range pieces {
+	}
+}

@@ -1,0 +1,140 @@
+package gateway_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/erp-gateway/gateway/shared/fbtest"
+	"github.com/erp-gateway/gateway/shared/firebird"
+	"github.com/erp-gateway/gateway/shared/gateway"
+	"github.com/erp-gateway/gateway/shared/tenants"
+)
+
+// linkDelay is each direction's delay on the test's link: enough that a
+// client's pipelined sends reach the proxy before the server's answer, so
+// that they count as the one round trip they are.
+const linkDelay = 2 * time.Millisecond
+
+// TestRoundTrips counts, through a link that stands in for the WAN between
+// a Lambda and a customer's Firebird, the round trips of each operation
+// through the handler and of the raw driver's best (a prepared statement
+// on a warm connection), and holds the gateway's. `make roundtrips` prints
+// the table.
+func TestRoundTrips(t *testing.T) {
+	cfg := fbtest.Demo(t)
+	setupKeys(t, cfg)
+	link := fbtest.NewLink(t, cfg, linkDelay)
+	linked := link.Through(cfg)
+	e := newEnv(t, gateway.Config{}, map[string]any{"demo": tenants.Instance{Connection: linked, Idempotency: true}})
+	token := fbtest.Token(t, e.acc, "demo")
+	post := func(endpoint, key, body string) {
+		t.Helper()
+		req := httptest.NewRequest(http.MethodPost, path("demo", endpoint), strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"data"`) {
+			t.Fatalf("%s: %d %s", body, rec.Code, rec.Body.String())
+		}
+	}
+	// per is the median round trips of n runs of op: a connection's
+	// first use of an operation prepares its statements, which later ones
+	// reuse.
+	per := func(n int, op func(i int)) float64 {
+		trips := make([]float64, n)
+		for i := range n {
+			before := link.RoundTrips()
+			op(i)
+			trips[i] = float64(link.RoundTrips() - before)
+		}
+		slices.Sort(trips)
+		return (trips[(n-1)/2] + trips[n/2]) / 2
+	}
+	const n = 20
+	run := time.Now().UnixNano() % 1e9
+	referencia := `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`
+	first := per(1, func(int) { post("executequery", "", referencia) })
+	read := per(n, func(int) { post("executequery", "", referencia) })
+	write := per(n, func(i int) { post("execute", "", setTerceros(fmt.Sprintf("RT%d-%d", run, i))) })
+	unkeyed := per(n, func(i int) { post("execute", "", pago(fmt.Sprintf("RP%d-%d", run, i), 1)) })
+	keyed := per(n, func(i int) { post("execute", fmt.Sprintf("rt-%d-%d", run, i), pago(fmt.Sprintf("RK%d-%d", run, i), 1)) })
+
+	// The raw driver over the same link: a new pool's connect, prepare and
+	// first query, then its best (the prepared statement on its warm
+	// connection).
+	raw, err := sql.Open("firebirdsql", firebird.DSN(linked))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	raw.SetMaxOpenConns(1)
+	ctx := context.Background()
+	var stmt *sql.Stmt
+	rawFirst := per(1, func(int) {
+		if stmt, err = raw.PrepareContext(ctx, "SELECT * FROM REST_SELECT_REFERENCIA(?)"); err != nil {
+			t.Fatal(err)
+		}
+		scan(t, stmt)
+	})
+	defer stmt.Close()
+	rawRead := per(n, func(int) { scan(t, stmt) })
+	rows := []struct {
+		what       string
+		trips, raw float64
+		most       float64 // what the gateway is held to; 0 for none yet
+	}{
+		{"first read of a new server (connect, prepare, query)", first, rawFirst, rawFirst + 1},
+		{"one-row read with a non-null text BLOB (Get_Referencias)", read, rawRead, 4.5},
+		{"write with its read-back (Set_Terceros)", write, 0, 4},
+		{"write with its read-back (Set_Pago)", unkeyed, 0, 4},
+		{"the same under an Idempotency-Key", keyed, 0, 4},
+	}
+	t.Logf("round trips per operation, medians of %d (link: %s each way; raw: the driver's prepared statement on a warm connection)", n, linkDelay)
+	t.Logf("%-60s %8s %8s", "operation", "gateway", "raw")
+	for _, r := range rows {
+		rawText := "-"
+		if r.raw > 0 {
+			rawText = fmt.Sprintf("%.1f", r.raw)
+		}
+		t.Logf("%-60s %8.1f %8s", r.what, r.trips, rawText)
+		if r.most > 0 && r.trips > r.most {
+			t.Errorf("%s: %.1f round trips, at most %.1f", r.what, r.trips, r.most)
+		}
+	}
+	if keyed > unkeyed {
+		t.Errorf("a keyed write makes %.1f round trips, the same write without a key %.1f", keyed, unkeyed)
+	}
+}
+
+// scan reads the rows of a prepared statement as a client would.
+func scan(t testing.TB, stmt *sql.Stmt) {
+	t.Helper()
+	rs, err := stmt.QueryContext(context.Background(), "REF0001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	cols, _ := rs.Columns()
+	vals, ptrs := make([]any, len(cols)), make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rs.Next() {
+		if err := rs.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rs.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
