@@ -128,10 +128,6 @@ func selectSQL(procedure string, n int) string {
 	return "SELECT * FROM " + procedure + placeholders(n)
 }
 
-func executeSQL(procedure string, n int) string {
-	return "EXECUTE PROCEDURE " + procedure + placeholders(n)
-}
-
 func placeholders(n int) string {
 	if n == 0 {
 		return ""
