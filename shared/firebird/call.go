@@ -62,9 +62,17 @@ var ErrRollback = errors.New("firebird: rolled back by its body")
 // its rows into out. An error of out's limits (record.ErrTooManyRows,
 // record.ErrTooLarge) stops the fetch and is returned as it is.
 func (p *Pools) Read(ctx context.Context, t erp.Target, procedure string, args []any, out *record.Encoder) error {
-	query := selectSQL(procedure, len(args))
 	return p.Transact(ctx, t, ReadOnly, out, func(ctx context.Context, s *Session) error {
+		query := s.readQuery(ctx, procedure, len(args))
 		_, err := s.Query(ctx, query, args, out, 0)
+		plain := selectSQL(procedure, len(args))
+		switch {
+		case err == nil && query == plain:
+			s.read(procedure, len(args), out.Cols())
+		case err != nil && query != plain && phase(s.at.Load()) == preparing && s.conn.IsValid():
+			out.Reset()
+			_, err = s.Query(ctx, s.plainAgain(procedure, len(args)), args, out, 0)
+		}
 		return err
 	})
 }

@@ -46,7 +46,7 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &conn{inner: dc, stmts: make(map[string]*stmt), blocks: make(map[string]block), max: c.maxStmt, used: time.Now()}, nil
+	return &conn{inner: dc, stmts: make(map[string]*stmt), blocks: make(map[string]block), reads: make(map[string]*readPlan), max: c.maxStmt, used: time.Now()}, nil
 }
 
 func (c *connector) Driver() driver.Driver { return c.driver.Driver() }
@@ -72,6 +72,9 @@ type conn struct {
 	// blocks holds each block (Session.Block), written from
 	// its procedures' signatures as read on this connection.
 	blocks map[string]block
+	// reads holds how each procedure is read (Session.readQuery), by its
+	// plain statement.
+	reads map[string]*readPlan
 }
 
 // stmt is a statement prepared on a conn, reused for the conn's life.

@@ -105,6 +105,10 @@ func txQuerier(tx *sql.Tx) querier {
 // Firebird keeps unquoted names) in one round trip. A procedure that does
 // not exist has no entry.
 func signatures(ctx context.Context, q querier, names []string) (map[string]catalog.Procedure, error) {
+	if len(names) == 1 {
+		// As a write's two: one statement serves both.
+		names = append(names, names[0])
+	}
 	query := `SELECT TRIM(pp.RDB$PROCEDURE_NAME), TRIM(pp.RDB$PARAMETER_NAME), pp.RDB$PARAMETER_TYPE, TRIM(pp.RDB$FIELD_SOURCE),
 			f.RDB$FIELD_TYPE, COALESCE(f.RDB$FIELD_SUB_TYPE, 0), COALESCE(f.RDB$FIELD_SCALE, 0), COALESCE(f.RDB$FIELD_PRECISION, 0),
 			COALESCE(f.RDB$CHARACTER_LENGTH, f.RDB$FIELD_LENGTH, 0), COALESCE(TRIM(cs.RDB$CHARACTER_SET_NAME), '')

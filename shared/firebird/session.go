@@ -154,17 +154,25 @@ func (s *Session) Row(ctx context.Context, query string, args []any) ([]driver.V
 
 // collect encodes every row as it is fetched, less its last hidden
 // columns, which it returns of the last row; a procedure's exception can
-// arrive with the first fetch rather than with the execute.
+// arrive with the first fetch rather than with the execute. A column named
+// longColumn is not the answer's: it carries the column before it, in the
+// rows where that one could not (read.go).
 func collect(rows driver.Rows, out *record.Encoder, hidden int) (last []driver.Value, err error) {
 	names := rows.Columns()
 	shown := max(len(names)-hidden, 0)
-	cols := make([]record.Column, shown)
+	cols := make([]record.Column, 0, shown)
+	var at, long []int // each answer column's driver column, and its long one (-1: none)
 	for i, name := range names[:shown] {
-		cols[i] = record.Column{Name: name, Kind: kindOf(rows, i)}
+		if name == longColumn && len(cols) > 0 {
+			cols[len(cols)-1].Kind, long[len(long)-1] = kindOf(rows, i), i
+			continue
+		}
+		cols = append(cols, record.Column{Name: name, Kind: kindOf(rows, i)})
+		at, long = append(at, i), append(long, -1)
 	}
 	out.Columns(cols)
 	dest := make([]driver.Value, len(names))
-	row := make([]any, shown)
+	row := make([]any, len(cols))
 	last = make([]driver.Value, len(names)-shown)
 	for {
 		if err := rows.Next(dest); err != nil {
@@ -173,8 +181,11 @@ func collect(rows driver.Rows, out *record.Encoder, hidden int) (last []driver.V
 			}
 			return nil, err
 		}
-		for i, v := range dest[:shown] {
-			row[i] = v
+		for i, d := range at {
+			row[i] = dest[d]
+			if row[i] == nil && long[i] >= 0 {
+				row[i] = dest[long[i]]
+			}
 		}
 		if err := out.Row(row); err != nil {
 			return nil, err

@@ -85,6 +85,7 @@ func testOperations() []catalog.Operation {
 		catalog.Operation{Clave: "Get_Version", Endpoint: catalog.ExecuteQuery, Procedure: "REST_TEST_VERSION"},
 		catalog.Operation{Clave: "Get_Filas_100", Endpoint: catalog.ExecuteQuery, Procedure: "REST_TEST_FILAS", Params: rows, MaxRows: 100},
 		catalog.Operation{Clave: "Get_Filas", Endpoint: catalog.ExecuteQuery, Procedure: "REST_TEST_FILAS", Params: rows},
+		catalog.Operation{Clave: "Get_Blobs", Endpoint: catalog.ExecuteQuery, Procedure: "REST_TEST_BLOBS", Params: rows},
 		catalog.Operation{Clave: "Get_Pago", Endpoint: catalog.ExecuteQuery, Procedure: "REST_TEST_PAGO", Params: rows},
 		catalog.Operation{Clave: "Get_Lista", Endpoint: catalog.ExecuteQuery, Procedure: "REST_TEST_LISTA", Params: rows},
 		catalog.Operation{Clave: "Get_Lista_50000", Endpoint: catalog.ExecuteQuery, Procedure: "REST_TEST_LISTA", Params: rows, MaxRows: 50000},
@@ -244,6 +245,45 @@ func setupRows(t testing.TB, cfg erp.Connection) {
 	} {
 		if _, err := admin.ExecContext(ctx, stmt); err != nil {
 			t.Fatalf("setting up REST_TEST_FILAS: %v", err)
+		}
+	}
+}
+
+// setupBlobs creates REST_TEST_BLOBS(P_N): P_N rows with a text BLOB in
+// UTF8 and a binary one; row 25's text is 70,001 characters (ñ, two bytes
+// each in UTF8, among them), row 3's BLOBs are NULL and row 4's empty.
+func setupBlobs(t testing.TB, cfg erp.Connection) {
+	t.Helper()
+	admin := fbtest.Open(t, fbtest.Admin(t, cfg))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, stmt := range []string{
+		`CREATE OR ALTER PROCEDURE REST_TEST_BLOBS (P_N VARCHAR(15))
+		RETURNS (I INTEGER, NOTA BLOB SUB_TYPE TEXT CHARACTER SET UTF8, NOMBRE VARCHAR(40), FOTO BLOB SUB_TYPE BINARY)
+		AS
+		DECLARE J INTEGER;
+		BEGIN
+			I = 0;
+			WHILE (I < CAST(P_N AS INTEGER)) DO BEGIN
+				I = I + 1;
+				NOMBRE = 'fila ' || I;
+				NOTA = 'Descripción ' || I || ASCII_CHAR(10) || 'con "comillas" y \ barra';
+				FOTO = x'00FF10' || CAST(I AS VARCHAR(10));
+				IF (I = 3) THEN BEGIN NOTA = NULL; FOTO = NULL; END
+				IF (I = 4) THEN BEGIN NOTA = ''; FOTO = CAST('' AS BLOB SUB_TYPE BINARY); END
+				IF (I = 25) THEN BEGIN
+					-- A VARCHAR holds at most 32,765 bytes: the BLOB grows by pieces.
+					NOTA = ''; J = 0;
+					WHILE (J < 10) DO BEGIN NOTA = NOTA || LPAD('', 7000, 'ñ'); J = J + 1; END
+					NOTA = NOTA || 'x';
+				END
+				SUSPEND;
+			END
+		END`,
+		`GRANT EXECUTE ON PROCEDURE REST_TEST_BLOBS TO GATEWAY`,
+	} {
+		if _, err := admin.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("setting up REST_TEST_BLOBS: %v", err)
 		}
 	}
 }

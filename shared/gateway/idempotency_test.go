@@ -77,6 +77,8 @@ func setupKeys(t testing.TB, cfg erp.Connection) *sql.DB {
 		}
 	}
 	setupValores(t, admin)
+	// The health check holds every procedure of the tests' catalog.
+	setupBlobs(t, cfg)
 	return admin
 }
 

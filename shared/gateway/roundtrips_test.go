@@ -30,11 +30,12 @@ const linkDelay = 2 * time.Millisecond
 func TestRoundTrips(t *testing.T) {
 	cfg := fbtest.Demo(t)
 	setupKeys(t, cfg)
+	setupBlobs(t, cfg)
 	link := fbtest.NewLink(t, cfg, linkDelay)
 	linked := link.Through(cfg)
 	e := newEnv(t, gateway.Config{}, map[string]any{"demo": tenants.Instance{Connection: linked, Idempotency: true}})
 	token := fbtest.Token(t, e.acc, "demo")
-	post := func(endpoint, key, body string) {
+	post := func(endpoint, key, body string) string {
 		t.Helper()
 		req := httptest.NewRequest(http.MethodPost, path("demo", endpoint), strings.NewReader(body))
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -44,8 +45,9 @@ func TestRoundTrips(t *testing.T) {
 		rec := httptest.NewRecorder()
 		e.h.ServeHTTP(rec, req)
 		if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"data"`) {
-			t.Fatalf("%s: %d %s", body, rec.Code, rec.Body.String())
+			t.Fatalf("%.100s: %d %.300s", body, rec.Code, rec.Body.String())
 		}
+		return rec.Body.String()
 	}
 	// per is the median round trips of n runs of op: a connection's
 	// first use of an operation prepares its statements, which later ones
@@ -63,8 +65,19 @@ func TestRoundTrips(t *testing.T) {
 	const n = 20
 	run := time.Now().UnixNano() % 1e9
 	referencia := `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`
+	blobs := `{"CLAVE":"Get_Blobs","N":"50"}`
+	// The answer over loopback, on connections that read plainly.
+	plainBlobs := demoEnv(t, gateway.Config{}).post(t, path("demo", "executequery"), blobs).Raw
 	first := per(1, func(int) { post("executequery", "", referencia) })
 	read := per(n, func(int) { post("executequery", "", referencia) })
+	blobRows := per(n, func(int) {
+		if got := post("executequery", "", blobs); got != plainBlobs {
+			t.Fatalf("50 rows with BLOBs through the link:\n%.2000s\nover loopback:\n%.2000s", got, plainBlobs)
+		}
+	})
+	if !strings.Contains(plainBlobs, strings.Repeat("ñ", 70000)+`x"`) {
+		t.Fatal("the long BLOB is not whole")
+	}
 	write := per(n, func(i int) { post("execute", "", setTerceros(fmt.Sprintf("RT%d-%d", run, i))) })
 	unkeyed := per(n, func(i int) { post("execute", "", pago(fmt.Sprintf("RP%d-%d", run, i), 1)) })
 	keyed := per(n, func(i int) { post("execute", fmt.Sprintf("rt-%d-%d", run, i), pago(fmt.Sprintf("RK%d-%d", run, i), 1)) })
@@ -84,17 +97,24 @@ func TestRoundTrips(t *testing.T) {
 		if stmt, err = raw.PrepareContext(ctx, "SELECT * FROM REST_SELECT_REFERENCIA(?)"); err != nil {
 			t.Fatal(err)
 		}
-		scan(t, stmt)
+		scan(t, stmt, "REF0001")
 	})
 	defer stmt.Close()
-	rawRead := per(n, func(int) { scan(t, stmt) })
+	rawRead := per(n, func(int) { scan(t, stmt, "REF0001") })
+	blobStmt, err := raw.PrepareContext(ctx, "SELECT * FROM REST_TEST_BLOBS(?)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blobStmt.Close()
+	rawBlobRows := per(3, func(int) { scan(t, blobStmt, "50") })
 	rows := []struct {
 		what       string
 		trips, raw float64
 		most       float64 // what the gateway is held to; 0 for none yet
 	}{
 		{"first read of a new server (connect, prepare, query)", first, rawFirst, rawFirst + 1},
-		{"one-row read with a non-null text BLOB (Get_Referencias)", read, rawRead, 4.5},
+		{"one-row read with a non-null text BLOB (Get_Referencias)", read, rawRead, 2.5},
+		{"50 rows, each with a text and a binary BLOB, one of 70,001 characters", blobRows, rawBlobRows, 8},
 		{"write with its read-back (Set_Terceros)", write, 0, 4},
 		{"write with its read-back (Set_Pago)", unkeyed, 0, 4},
 		{"the same under an Idempotency-Key", keyed, 0, 4},
@@ -117,9 +137,9 @@ func TestRoundTrips(t *testing.T) {
 }
 
 // scan reads the rows of a prepared statement as a client would.
-func scan(t testing.TB, stmt *sql.Stmt) {
+func scan(t testing.TB, stmt *sql.Stmt, arg string) {
 	t.Helper()
-	rs, err := stmt.QueryContext(context.Background(), "REF0001")
+	rs, err := stmt.QueryContext(context.Background(), arg)
 	if err != nil {
 		t.Fatal(err)
 	}
