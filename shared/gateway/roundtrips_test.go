@@ -93,6 +93,24 @@ func TestRoundTrips(t *testing.T) {
 	raw.SetMaxOpenConns(1)
 	ctx := context.Background()
 	var stmt *sql.Stmt
+	// What replacing a connection costs (GATEWAY_STMT_MAX_AGE): its
+	// connect, then each operation's prepare.
+	var conn *sql.Conn
+	connect := per(1, func(int) {
+		if conn, err = raw.Conn(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	prepare := per(1, func(int) {
+		st, err := conn.PrepareContext(ctx, "SELECT * FROM REST_SELECT_REFERENCIA(?)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Close()
+	})
+	conn.Close()
+	raw.SetMaxIdleConns(0) // the first read below connects again
+	raw.SetMaxIdleConns(1)
 	rawFirst := per(1, func(int) {
 		if stmt, err = raw.PrepareContext(ctx, "SELECT * FROM REST_SELECT_REFERENCIA(?)"); err != nil {
 			t.Fatal(err)
@@ -121,6 +139,8 @@ func TestRoundTrips(t *testing.T) {
 	}
 	t.Logf("round trips per operation, medians of %d (link: %s each way; raw: the driver's prepared statement on a warm connection)", n, linkDelay)
 	t.Logf("%-60s %8s %8s", "operation", "gateway", "raw")
+	t.Logf("%-60s %8s %8.1f", "a connect", "", connect)
+	t.Logf("%-60s %8s %8.1f", "a prepare (Get_Referencias' 50 columns)", "", prepare)
 	for _, r := range rows {
 		rawText := "-"
 		if r.raw > 0 {
