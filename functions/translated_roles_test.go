@@ -60,6 +60,7 @@ func TestTranslatedFunctionsRole(t *testing.T) {
 		tplSame(t, "FunctionRole's AWS policies", managed, want)
 		tplSame(t, "FunctionRole's own grants", actions, map[string][]string{
 			"secretsmanager:GetSecretValue": {secretARN + "erp-gateway/instances/*", secretARN + "erp-gateway/access-??????"},
+			"secretsmanager:DescribeSecret": {secretARN + "erp-gateway/instances/*"},
 		})
 	}
 }

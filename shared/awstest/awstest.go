@@ -1,5 +1,6 @@
 // Package awstest gives tests AWS endpoints that speak the services'
-// protocols (SigV4-signed requests): Secrets Manager's GetSecretValue,
+// protocols (SigV4-signed requests): Secrets Manager's GetSecretValue and
+// DescribeSecret,
 // Lambda's Invoke and CodeDeploy's PutLifecycleEventHookExecutionStatus, so
 // the real AWS SDK talks to them over HTTP.
 package awstest
@@ -21,7 +22,7 @@ type SecretsManager struct {
 	t       testing.TB
 	mu      sync.Mutex
 	secrets map[string]string
-	fails   map[string]string // id -> AWS error type answered instead
+	fails   map[string]refusal // id -> the AWS error answered instead
 	calls   map[string]int
 	total   int
 	fail    string // error type answered for every id
@@ -32,7 +33,7 @@ type SecretsManager struct {
 // Start serves a Secrets Manager endpoint until the test ends. With env,
 // it points the standard AWS environment of the test process at it.
 func Start(t testing.TB, env bool) *SecretsManager {
-	sm := &SecretsManager{t: t, secrets: map[string]string{}, fails: map[string]string{}, calls: map[string]int{}}
+	sm := &SecretsManager{t: t, secrets: map[string]string{}, fails: map[string]refusal{}, calls: map[string]int{}}
 	srv := httptest.NewServer(sm)
 	t.Cleanup(srv.Close)
 	sm.URL = srv.URL
@@ -83,12 +84,26 @@ func (sm *SecretsManager) PutJSON(id string, v any) {
 	sm.Put(id, string(b))
 }
 
+// refusal is an AWS error GetSecretValue answers for an id, and whether
+// DescribeSecret says the secret is scheduled for deletion.
+type refusal struct {
+	errorType, message string
+	deleted            bool
+}
+
 // Fail makes GetSecretValue of id answer an AWS error: "DecryptionFailure",
-// "InvalidRequestException" (a secret scheduled for deletion), ...
+// "InvalidRequestException" (a secret scheduled for deletion, as
+// DescribeSecret then says), ...
 func (sm *SecretsManager) Fail(id, errorType string) {
+	sm.Refuse(id, errorType, messages[errorType], errorType == "InvalidRequestException")
+}
+
+// Refuse makes GetSecretValue of id answer errorType with message, and
+// DescribeSecret say whether it is scheduled for deletion.
+func (sm *SecretsManager) Refuse(id, errorType, message string, deleted bool) {
 	sm.mu.Lock()
 	defer sm.mu.Unlock()
-	sm.fails[id] = errorType
+	sm.fails[id] = refusal{errorType, message, deleted}
 }
 
 // FailAll makes every call answer errorType ("" to stop), e.g.
@@ -148,7 +163,8 @@ var messages = map[string]string{
 }
 
 func (sm *SecretsManager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || r.Header.Get("X-Amz-Target") != "secretsmanager.GetSecretValue" ||
+	target := r.Header.Get("X-Amz-Target")
+	if r.Method != http.MethodPost || (target != "secretsmanager.GetSecretValue" && target != "secretsmanager.DescribeSecret") ||
 		r.Header.Get("Content-Type") != "application/x-amz-json-1.1" ||
 		!signed(r) {
 		sm.t.Errorf("unexpected request %s %s %v", r.Method, r.URL, r.Header)
@@ -157,11 +173,16 @@ func (sm *SecretsManager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var in struct{ SecretId string }
 	json.NewDecoder(r.Body).Decode(&in) //nolint:errcheck // an empty id is not found
+	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	if target == "secretsmanager.DescribeSecret" {
+		sm.describe(w, in.SecretId)
+		return
+	}
 	sm.mu.Lock()
 	sm.calls[in.SecretId]++
 	sm.total++
 	secret, ok := sm.secrets[in.SecretId]
-	fail := sm.fail
+	fail := refusal{errorType: sm.fail, message: messages[sm.fail]}
 	if f, failing := sm.fails[in.SecretId]; failing {
 		fail = f
 	}
@@ -176,13 +197,12 @@ func (sm *SecretsManager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	if !ok && fail == "" {
-		fail = "ResourceNotFoundException"
+	if !ok && fail.errorType == "" {
+		fail = refusal{errorType: "ResourceNotFoundException", message: messages["ResourceNotFoundException"]}
 	}
-	if fail != "" {
+	if fail.errorType != "" {
 		w.WriteHeader(http.StatusBadRequest)
-		fmt.Fprintf(w, `{"__type":%q,"message":%q}`, fail, messages[fail])
+		fmt.Fprintf(w, `{"__type":%q,"message":%q}`, fail.errorType, fail.message)
 		return
 	}
 	json.NewEncoder(w).Encode(map[string]any{ //nolint:errcheck // the client went away
@@ -190,4 +210,23 @@ func (sm *SecretsManager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		"Name": in.SecretId, "SecretString": secret, "VersionId": "6c1f3a52-0000-4000-8000-000000000001",
 		"VersionStages": []string{"AWSCURRENT"}, "CreatedDate": 1.7639e9,
 	})
+}
+
+// describe answers DescribeSecret: the secret's name and, when it is
+// scheduled for deletion, its DeletedDate.
+func (sm *SecretsManager) describe(w http.ResponseWriter, id string) {
+	sm.mu.Lock()
+	_, ok := sm.secrets[id]
+	f, failing := sm.fails[id]
+	sm.mu.Unlock()
+	if !ok && !failing {
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"__type":"ResourceNotFoundException","message":%q}`, messages["ResourceNotFoundException"])
+		return
+	}
+	out := map[string]any{"ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:" + id + "-AbCdEf", "Name": id}
+	if f.deleted {
+		out["DeletedDate"] = 1.7639e9
+	}
+	json.NewEncoder(w).Encode(out) //nolint:errcheck // the client went away
 }
