@@ -1,42 +1,70 @@
 // Package awstest gives tests AWS endpoints that speak the services'
-// protocols (SigV4-signed requests): Secrets Manager's GetSecretValue and
-// DescribeSecret,
+// protocols (SigV4-signed requests): Secrets Manager (moto's, behind a front
+// that counts and fails on demand),
 // Lambda's Invoke and CodeDeploy's PutLifecycleEventHookExecutionStatus, so
 // the real AWS SDK talks to them over HTTP.
 package awstest
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/smithy-go"
 )
 
-// SecretsManager stores secrets by id and counts the calls per id.
+// SecretsManager is moto's Secrets Manager (Moto) behind a front of ours
+// that does what moto cannot: it counts the reads of each secret, and makes
+// them fail, wait or hang on demand. Secrets live in moto: reads, versions,
+// deletion and restoring are moto's.
 type SecretsManager struct {
 	URL string
 
-	t       testing.TB
-	mu      sync.Mutex
-	secrets map[string]string
-	fails   map[string]refusal // id -> the AWS error answered instead
-	calls   map[string]int
-	total   int
-	fail    string // error type answered for every id
-	delay   time.Duration
-	hung    chan struct{} // closed when the endpoint answers again
+	t      testing.TB
+	moto   *httputil.ReverseProxy
+	client *secretsmanager.Client
+	mu     sync.Mutex
+	fails  map[string]refusal // id -> the AWS error answered instead
+	calls  map[string]int
+	total  int
+	fail   string // error type answered for every id
+	delay  time.Duration
+	hung   chan struct{} // closed when the endpoint answers again
 }
 
 // Start serves a Secrets Manager endpoint until the test ends. With env,
 // it points the standard AWS environment of the test process at it.
 func Start(t testing.TB, env bool) *SecretsManager {
-	sm := &SecretsManager{t: t, secrets: map[string]string{}, fails: map[string]refusal{}, calls: map[string]int{}}
+	t.Helper()
+	moto, err := url.Parse(Moto(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sm := &SecretsManager{t: t, moto: httputil.NewSingleHostReverseProxy(moto), fails: map[string]refusal{}, calls: map[string]int{}}
 	srv := httptest.NewServer(sm)
 	t.Cleanup(srv.Close)
 	sm.URL = srv.URL
+	cfg, err := config.LoadDefaultConfig(context.Background(), config.WithRegion(Env()["AWS_REGION"]),
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(Env()["AWS_ACCESS_KEY_ID"], Env()["AWS_SECRET_ACCESS_KEY"], "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sm.client = secretsmanager.NewFromConfig(cfg, func(o *secretsmanager.Options) { o.BaseEndpoint = aws.String(moto.String()) })
 	if env {
 		for k, v := range sm.Env() {
 			t.Setenv(k, v)
@@ -67,12 +95,22 @@ func Env() map[string]string {
 	}
 }
 
-// Put stores a secret.
+// Put stores a secret's new value in moto (a new version, AWSCURRENT), and
+// ends any failure made for it.
 func (sm *SecretsManager) Put(id, value string) {
+	sm.t.Helper()
+	ctx := context.Background()
 	sm.mu.Lock()
-	defer sm.mu.Unlock()
-	sm.secrets[id] = value
 	delete(sm.fails, id)
+	sm.mu.Unlock()
+	_, err := sm.client.PutSecretValue(ctx, &secretsmanager.PutSecretValueInput{SecretId: aws.String(id), SecretString: aws.String(value)})
+	var api smithy.APIError
+	if errors.As(err, &api) && api.ErrorCode() == "ResourceNotFoundException" {
+		_, err = sm.client.CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: aws.String(id), SecretString: aws.String(value)})
+	}
+	if err != nil {
+		sm.t.Fatalf("storing secret %s in moto: %v", id, err)
+	}
 }
 
 // PutJSON stores v, marshalled, as a secret.
@@ -84,22 +122,32 @@ func (sm *SecretsManager) PutJSON(id string, v any) {
 	sm.Put(id, string(b))
 }
 
-// refusal is an AWS error GetSecretValue answers for an id, and whether
-// DescribeSecret says the secret is scheduled for deletion.
+// Delete schedules id for deletion in moto, as an operator does: it cannot
+// be read until restored.
+func (sm *SecretsManager) Delete(id string) {
+	sm.t.Helper()
+	if _, err := sm.client.DeleteSecret(context.Background(), &secretsmanager.DeleteSecretInput{SecretId: aws.String(id), RecoveryWindowInDays: aws.Int64(7)}); err != nil {
+		sm.t.Fatalf("deleting secret %s in moto: %v", id, err)
+	}
+}
+
+// refusal is an AWS error GetSecretValue answers for an id instead of
+// moto, and whether DescribeSecret then says the secret is scheduled for
+// deletion.
 type refusal struct {
 	errorType, message string
 	deleted            bool
 }
 
-// Fail makes GetSecretValue of id answer an AWS error: "DecryptionFailure",
-// "InvalidRequestException" (a secret scheduled for deletion, as
-// DescribeSecret then says), ...
+// Fail makes GetSecretValue of id answer an AWS error moto cannot be made
+// to: "DecryptionFailure", "ThrottlingException", ...
 func (sm *SecretsManager) Fail(id, errorType string) {
-	sm.Refuse(id, errorType, messages[errorType], errorType == "InvalidRequestException")
+	sm.Refuse(id, errorType, messages[errorType], false)
 }
 
 // Refuse makes GetSecretValue of id answer errorType with message, and
-// DescribeSecret say whether it is scheduled for deletion.
+// DescribeSecret say whether it is scheduled for deletion: wordings no
+// service uses.
 func (sm *SecretsManager) Refuse(id, errorType, message string, deleted bool) {
 	sm.mu.Lock()
 	defer sm.mu.Unlock()
@@ -164,68 +212,57 @@ var messages = map[string]string{
 
 func (sm *SecretsManager) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	target := r.Header.Get("X-Amz-Target")
-	if r.Method != http.MethodPost || (target != "secretsmanager.GetSecretValue" && target != "secretsmanager.DescribeSecret") ||
-		r.Header.Get("Content-Type") != "application/x-amz-json-1.1" ||
-		!signed(r) {
+	if r.Method != http.MethodPost || !strings.HasPrefix(target, "secretsmanager.") ||
+		r.Header.Get("Content-Type") != "application/x-amz-json-1.1" || !signed(r) {
 		sm.t.Errorf("unexpected request %s %s %v", r.Method, r.URL, r.Header)
 		http.Error(w, "bad request", http.StatusBadRequest)
 		return
 	}
-	var in struct{ SecretId string }
-	json.NewDecoder(r.Body).Decode(&in) //nolint:errcheck // an empty id is not found
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	if target == "secretsmanager.DescribeSecret" {
-		sm.describe(w, in.SecretId)
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
 		return
 	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var in struct{ SecretId string }
+	json.Unmarshal(body, &in) //nolint:errcheck // moto answers a request it cannot read
 	sm.mu.Lock()
-	sm.calls[in.SecretId]++
-	sm.total++
-	secret, ok := sm.secrets[in.SecretId]
-	fail := refusal{errorType: sm.fail, message: messages[sm.fail]}
-	if f, failing := sm.fails[in.SecretId]; failing {
-		fail = f
+	f, failing := sm.fails[in.SecretId]
+	if target == "secretsmanager.GetSecretValue" {
+		sm.calls[in.SecretId]++
+		sm.total++
+		if sm.fail != "" {
+			f, failing = refusal{errorType: sm.fail, message: messages[sm.fail]}, true
+		}
 	}
 	delay, hung := sm.delay, sm.hung
 	sm.mu.Unlock()
-	time.Sleep(delay)
-	if hung != nil {
-		select {
-		case <-hung:
-		case <-r.Context().Done():
-			return
+	if target == "secretsmanager.GetSecretValue" {
+		time.Sleep(delay)
+		if hung != nil {
+			select {
+			case <-hung:
+			case <-r.Context().Done():
+				return
+			}
 		}
 	}
-
-	if !ok && fail.errorType == "" {
-		fail = refusal{errorType: "ResourceNotFoundException", message: messages["ResourceNotFoundException"]}
-	}
-	if fail.errorType != "" {
+	switch {
+	case failing && target == "secretsmanager.DescribeSecret":
+		sm.describe(w, in.SecretId, f.deleted)
+	case failing && target == "secretsmanager.GetSecretValue":
+		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
 		w.WriteHeader(http.StatusBadRequest)
-		fmt.Fprintf(w, `{"__type":%q,"message":%q}`, fail.errorType, fail.message)
-		return
+		fmt.Fprintf(w, `{"__type":%q,"message":%q}`, f.errorType, f.message)
+	default:
+		sm.moto.ServeHTTP(w, r)
 	}
-	json.NewEncoder(w).Encode(map[string]any{ //nolint:errcheck // the client went away
-		"ARN":  "arn:aws:secretsmanager:us-east-1:123456789012:secret:" + in.SecretId + "-AbCdEf",
-		"Name": in.SecretId, "SecretString": secret, "VersionId": "6c1f3a52-0000-4000-8000-000000000001",
-		"VersionStages": []string{"AWSCURRENT"}, "CreatedDate": 1.7639e9,
-	})
 }
 
-// describe answers DescribeSecret: the secret's name and, when it is
-// scheduled for deletion, its DeletedDate.
-func (sm *SecretsManager) describe(w http.ResponseWriter, id string) {
-	sm.mu.Lock()
-	_, ok := sm.secrets[id]
-	f, failing := sm.fails[id]
-	sm.mu.Unlock()
-	if !ok && !failing {
-		w.WriteHeader(http.StatusBadRequest)
-		fmt.Fprintf(w, `{"__type":"ResourceNotFoundException","message":%q}`, messages["ResourceNotFoundException"])
-		return
-	}
+// describe answers DescribeSecret for an id refused by Refuse.
+func (sm *SecretsManager) describe(w http.ResponseWriter, id string, deleted bool) {
+	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
 	out := map[string]any{"ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:" + id + "-AbCdEf", "Name": id}
-	if f.deleted {
+	if deleted {
 		out["DeletedDate"] = 1.7639e9
 	}
 	json.NewEncoder(w).Encode(out) //nolint:errcheck // the client went away
