@@ -178,3 +178,23 @@ func scan(t testing.TB, stmt *sql.Stmt, arg string) {
 		t.Fatal(err)
 	}
 }
+
+// TestBlobsInTheRowInAnotherCharacterSet: a text BLOB of a WIN1252 database
+// read in the row on a UTF8 connection answers as the BLOB itself did.
+func TestBlobsInTheRowInAnotherCharacterSet(t *testing.T) {
+	e := demoEnv(t, gateway.Config{})
+	for instance, code := range map[string]string{"otra": "PRD0001", "demo": "REF0001"} {
+		var first string
+		for i := range 4 { // the first plainly, then in the row, on each connection
+			r := e.post(t, path(instance, "executequery"), `{"CLAVE":"Get_Referencias","CODIGO":"`+code+`"}`)
+			if r.Status != 200 || !strings.Contains(r.Raw, `"DESCRIPCION":"`) {
+				t.Fatalf("%s: %d %s", instance, r.Status, r.Raw)
+			}
+			if i == 0 {
+				first = r.Raw
+			} else if r.Raw != first {
+				t.Fatalf("%s, call %d:\n%s\nthe first:\n%s", instance, i, r.Raw, first)
+			}
+		}
+	}
+}
