@@ -20,7 +20,7 @@ export FB_TEST_PASSWORD ?= gateway-demo
 .DEFAULT_GOAL := help
 help:
 	@echo "make run | make test | make serve ADDR=host:port INSTANCES=file ACCESS=file | make bench | make lint"
-	@echo "make roundtrips | make load | make build [CATALOG=file] | make deploy | make local-api | make token INSTANCE=name [READ_ONLY=1] [CLAVES=a,b] [EXPIRES=YYYY-MM-DD] | make token-key | make demo-reset   (README.md)"
+	@echo "make roundtrips | make coldstart | make load | make build [CATALOG=file] | make deploy | make local-api | make token INSTANCE=name [READ_ONLY=1] [CLAVES=a,b] [EXPIRES=YYYY-MM-DD] | make token-key | make demo-reset   (README.md)"
 	@echo "make openapi | make check | make doctor | make catalog-from-db | make idempotency-sql [USER=GATEWAY] | make kept INSTANCE=name KEY=key   (README.md, \"The catalog\")"
 
 # Mint a bearer token for INSTANCE with the access document: a file (ACCESS,
@@ -36,7 +36,7 @@ token:
 token-key:
 	@go run ./infra/minttoken -new-key
 
-.PHONY: help roundtrips token token-key load-neighbour load-slow run serve test bench load lint demo-db demo-reset firebird test-db build deploy local-api build-ExecuteQueryFunction build-ExecuteFunction build-ExecuteQueryHookFunction build-ExecuteHookFunction check-catalog catalog-from-db doctor openapi check idempotency-sql kept
+.PHONY: help coldstart roundtrips token token-key load-neighbour load-slow run serve test bench load lint demo-db demo-reset firebird test-db build deploy local-api build-ExecuteQueryFunction build-ExecuteFunction build-ExecuteQueryHookFunction build-ExecuteHookFunction check-catalog catalog-from-db doctor openapi check idempotency-sql kept
 
 # The Lambda binaries: linux/arm64, static, no RPC shim, stripped. CATALOG=file
 # (make build, sam build) builds that catalog into both, gzipped and base64'd
@@ -142,6 +142,11 @@ bench: test-db
 # counts them, for the gateway and the raw driver (README, "Round trips").
 roundtrips: test-db
 	@FB_TEST_SYSDBA_PASSWORD=$$($(FB) sysdba) go test -count=1 -run '^TestRoundTrips$$' -v ./shared/gateway/ | sed -n 's/^ *roundtrips_test.go:[0-9]*: //p'
+
+# The executequery bootstrap's first answer and warm median against a floor
+# Lambda's, under the emulated Runtime API, 5 rounds (README, "Cold start").
+coldstart: test-db
+	@FB_TEST_SYSDBA_PASSWORD=$$($(FB) sysdba) go test -run '^$$' -bench '^BenchmarkColdStart$$' -benchtime 5x -v ./functions/ | grep -E '"msg":"started"|^BenchmarkColdStart' | sed 's/^ *coldstart_test.go:[0-9]*: //'
 
 # The local server on the demo database under 1, 4 and 16 clients, against the
 # raw prepared-statement driver loop in the same run; then 5000 mixed requests

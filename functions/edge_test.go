@@ -23,7 +23,7 @@ const secretsPrefix = "erp-gateway/instances/"
 // acmeInSecretsManager is a counting Secrets Manager holding a test access
 // document and the instance acme (the demo database), and the environment
 // that points a function at it.
-func acmeInSecretsManager(t *testing.T) (*awstest.SecretsManager, *access.Document, []string) {
+func acmeInSecretsManager(t testing.TB) (*awstest.SecretsManager, *access.Document, []string) {
 	t.Helper()
 	const accessID = "erp-gateway/access"
 	sm := awstest.Start(t, false)

@@ -190,6 +190,7 @@ func handlerMetrics(t *testing.T) map[string][]string {
 		t.Fatal(err)
 	}
 	defer fn.Close()
+	logs.Reset() // the start's line; the request's follows
 	if _, err := fn.Handle(context.Background(), restEvent(t, apiPath+"executequery", `{"CLAVE":"Get_Nada"}`, nil)); err != nil {
 		t.Fatal(err)
 	}
