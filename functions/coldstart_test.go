@@ -77,3 +77,7 @@ func BenchmarkColdStart(b *testing.B) {
 	b.ReportMetric(float64(medianD(oursFirst).Microseconds())/1000, "first-answer-ms")
 	b.ReportMetric(float64(medianD(floorFirst).Microseconds())/1000, "floor-first-answer-ms")
 }
+
+// TestFloorBuilds: the floor make coldstart measures against builds, though
+// no test runs it.
+func TestFloorBuilds(t *testing.T) { buildBootstrap(t, "testdata/floor") }
