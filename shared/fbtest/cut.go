@@ -41,26 +41,32 @@ func CutCommits(t testing.TB, target string) *CommitCutter {
 			conn.Close()
 		}
 	})
-	go func() {
-		for {
-			client, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			server, err := net.Dial("tcp", target)
-			if err != nil {
-				client.Close()
-				continue
-			}
-			mu.Lock()
-			conns = append(conns, client, server)
-			mu.Unlock()
-			mute := &atomic.Bool{}
-			go toClient(client, server, mute)
-			go c.toServer(client, server, mute)
-		}
-	}()
+	go proxy(ln, target, func(client, server net.Conn) {
+		mu.Lock()
+		conns = append(conns, client, server)
+		mu.Unlock()
+		mute := &atomic.Bool{}
+		go toClient(client, server, mute)
+		go c.toServer(client, server, mute)
+	})
 	return c
+}
+
+// proxy connects each client ln accepts to target and hands both to serve,
+// until ln is closed.
+func proxy(ln net.Listener, target string, serve func(client, server net.Conn)) {
+	for {
+		client, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		server, err := net.Dial("tcp", target)
+		if err != nil {
+			client.Close()
+			continue
+		}
+		serve(client, server)
+	}
 }
 
 // toClient forwards the server's answers until mute.

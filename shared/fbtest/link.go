@@ -37,22 +37,13 @@ func NewLink(t testing.TB, cfg erp.Connection, delay time.Duration) *Link {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for {
-			client, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			server, err := net.Dial("tcp", target)
-			if err != nil {
-				client.Close()
-				continue
-			}
+		proxy(ln, target, func(client, server net.Conn) {
 			var turn atomic.Bool // true once the server spoke last
 			turn.Store(true)
 			wg.Add(2)
 			go func() { defer wg.Done(); l.pipe(server, client, func() { l.count(&turn, false) }) }()
 			go func() { defer wg.Done(); l.pipe(client, server, func() { l.count(&turn, true) }) }()
-		}
+		})
 	}()
 	return l
 }
