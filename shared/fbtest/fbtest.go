@@ -166,6 +166,20 @@ func KeyTable(t testing.TB, cfg erp.Connection) {
 	}
 }
 
+// Setup runs stmts, in order, in cfg's database as SYSDBA: the DDL and
+// grants of a test's procedures.
+func Setup(t testing.TB, cfg erp.Connection, stmts ...string) {
+	t.Helper()
+	admin := Open(t, Admin(t, cfg))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, stmt := range stmts {
+		if _, err := admin.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%.200s: %v", stmt, err)
+		}
+	}
+}
+
 // OpenWrites is how many read-write transactions the gateway's user
 // (GATEWAY) has open.
 func OpenWrites(t testing.TB, admin *sql.DB) int {
@@ -246,10 +260,7 @@ func SetTerceros(code, name string) string {
 // about 300 bytes of JSON in all: the big reads of the streaming tests.
 func CreateList(t testing.TB, cfg erp.Connection) {
 	t.Helper()
-	admin := Open(t, Admin(t, cfg))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for _, stmt := range []string{
+	Setup(t, cfg,
 		`CREATE OR ALTER PROCEDURE REST_TEST_LISTA (P_N VARCHAR(15)) RETURNS (ID INTEGER, REFERENCIA VARCHAR(20),
 			DESCRIPCION VARCHAR(200), PRECIO NUMERIC(18,4), EXISTENCIA INTEGER, FECHA DATE, BODEGA VARCHAR(40))
 		AS BEGIN
@@ -265,12 +276,7 @@ func CreateList(t testing.TB, cfg erp.Connection) {
 				SUSPEND;
 			END
 		END`,
-		`GRANT EXECUTE ON PROCEDURE REST_TEST_LISTA TO GATEWAY`,
-	} {
-		if _, err := admin.ExecContext(ctx, stmt); err != nil {
-			t.Fatalf("setting up REST_TEST_LISTA: %v", err)
-		}
-	}
+		`GRANT EXECUTE ON PROCEDURE REST_TEST_LISTA TO GATEWAY`)
 }
 
 // CheckList checks a REST_TEST_LISTA answer of n rows, row by row.

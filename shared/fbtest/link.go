@@ -1,6 +1,7 @@
 package fbtest
 
 import (
+	"cmp"
 	"net"
 	"strconv"
 	"sync"
@@ -31,7 +32,7 @@ func NewLink(t testing.TB, cfg erp.Connection, delay time.Duration) *Link {
 		t.Fatal(err)
 	}
 	l := &Link{Addr: ln.Addr().String(), delay: delay}
-	target := net.JoinHostPort(cfg.Host, strconv.Itoa(cmpPort(cfg.Port)))
+	target := net.JoinHostPort(cfg.Host, strconv.Itoa(cmp.Or(cfg.Port, erp.DefaultPort)))
 	var wg sync.WaitGroup
 	t.Cleanup(func() { ln.Close(); wg.Wait() })
 	wg.Add(1)
@@ -46,13 +47,6 @@ func NewLink(t testing.TB, cfg erp.Connection, delay time.Duration) *Link {
 		})
 	}()
 	return l
-}
-
-func cmpPort(p int) int {
-	if p == 0 {
-		return 3050
-	}
-	return p
 }
 
 // Through is cfg reaching its server through the link.

@@ -68,7 +68,7 @@ func (p *Pools) Read(ctx context.Context, t erp.Target, procedure string, args [
 		plain := selectSQL(procedure, len(args))
 		switch {
 		case err == nil && query == plain:
-			s.read(procedure, len(args), out.Cols())
+			s.learn(procedure, len(args), out.Cols())
 		case err != nil && query != plain && phase(s.at.Load()) == preparing && s.conn.IsValid():
 			out.Reset()
 			_, err = s.Query(ctx, s.plainAgain(procedure, len(args)), args, out, 0)

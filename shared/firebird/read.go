@@ -62,9 +62,9 @@ func (s *Session) readQuery(ctx context.Context, procedure string, nargs int) st
 	return plan.text
 }
 
-// read notes what a plain read of procedure answered with, cols: whether
+// learn notes what a plain read of procedure answered with, cols: whether
 // it has BLOBs to describe.
-func (s *Session) read(procedure string, nargs int, cols []record.Column) {
+func (s *Session) learn(procedure string, nargs int, cols []record.Column) {
 	plain := selectSQL(procedure, nargs)
 	if s.conn.reads[plain] != nil {
 		return

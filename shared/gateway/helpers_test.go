@@ -200,10 +200,7 @@ func do(t testing.TB, h http.Handler, method, p, body string) response {
 // setupTypes creates the test-only procedure returning every type.
 func setupTypes(t testing.TB, cfg erp.Connection) {
 	t.Helper()
-	admin := fbtest.Open(t, fbtest.Admin(t, cfg))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for _, stmt := range []string{
+	fbtest.Setup(t, cfg,
 		`CREATE OR ALTER PROCEDURE REST_TEST_TIPOS RETURNS (
 			I INTEGER, BI BIGINT, N NUMERIC(18,4), D DOUBLE PRECISION, F FLOAT, B BOOLEAN,
 			DT DATE, TM TIME, TS TIMESTAMP, BT BLOB SUB_TYPE TEXT, BB BLOB SUB_TYPE BINARY,
@@ -217,12 +214,7 @@ func setupTypes(t testing.TB, cfg erp.Connection) {
 			I = 43; N = -0.0001; B = FALSE; C = NULL;
 			SUSPEND;
 		END`,
-		`GRANT EXECUTE ON PROCEDURE REST_TEST_TIPOS TO GATEWAY`,
-	} {
-		if _, err := admin.ExecContext(ctx, stmt); err != nil {
-			t.Fatalf("setting up REST_TEST_TIPOS: %v", err)
-		}
-	}
+		`GRANT EXECUTE ON PROCEDURE REST_TEST_TIPOS TO GATEWAY`)
 }
 
 // setupRows creates REST_TEST_FILAS(P_N): P_N rows of the attachment's id and
@@ -230,10 +222,7 @@ func setupTypes(t testing.TB, cfg erp.Connection) {
 // response, a JSON string, as \\\".
 func setupRows(t testing.TB, cfg erp.Connection) {
 	t.Helper()
-	admin := fbtest.Open(t, fbtest.Admin(t, cfg))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for _, stmt := range []string{
+	fbtest.Setup(t, cfg,
 		`CREATE OR ALTER PROCEDURE REST_TEST_FILAS (P_N VARCHAR(15)) RETURNS (I INTEGER, CONEXION BIGINT, TEXTO VARCHAR(4000))
 		AS BEGIN
 			I = 0;
@@ -241,12 +230,7 @@ func setupRows(t testing.TB, cfg erp.Connection) {
 			TEXTO = LPAD('', 4000, '"');
 			WHILE (I < CAST(P_N AS INTEGER)) DO BEGIN I = I + 1; SUSPEND; END
 		END`,
-		`GRANT EXECUTE ON PROCEDURE REST_TEST_FILAS TO GATEWAY`,
-	} {
-		if _, err := admin.ExecContext(ctx, stmt); err != nil {
-			t.Fatalf("setting up REST_TEST_FILAS: %v", err)
-		}
-	}
+		`GRANT EXECUTE ON PROCEDURE REST_TEST_FILAS TO GATEWAY`)
 }
 
 // setupBlobs creates REST_TEST_BLOBS(P_N): P_N rows with a text BLOB in
@@ -254,10 +238,7 @@ func setupRows(t testing.TB, cfg erp.Connection) {
 // each in UTF8, among them), row 3's BLOBs are NULL and row 4's empty.
 func setupBlobs(t testing.TB, cfg erp.Connection) {
 	t.Helper()
-	admin := fbtest.Open(t, fbtest.Admin(t, cfg))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	for _, stmt := range []string{
+	fbtest.Setup(t, cfg,
 		`CREATE OR ALTER PROCEDURE REST_TEST_BLOBS (P_N VARCHAR(15))
 		RETURNS (I INTEGER, NOTA BLOB SUB_TYPE TEXT CHARACTER SET UTF8, NOMBRE VARCHAR(40), FOTO BLOB SUB_TYPE BINARY)
 		AS
@@ -280,12 +261,7 @@ func setupBlobs(t testing.TB, cfg erp.Connection) {
 				SUSPEND;
 			END
 		END`,
-		`GRANT EXECUTE ON PROCEDURE REST_TEST_BLOBS TO GATEWAY`,
-	} {
-		if _, err := admin.ExecContext(ctx, stmt); err != nil {
-			t.Fatalf("setting up REST_TEST_BLOBS: %v", err)
-		}
-	}
+		`GRANT EXECUTE ON PROCEDURE REST_TEST_BLOBS TO GATEWAY`)
 }
 
 // count runs a COUNT query in a transaction of its own, so monitoring tables

@@ -79,10 +79,6 @@ func build(ctx context.Context, endpoint catalog.Endpoint, builtCatalog string, 
 	}
 	catalogMS := took()
 	secrets := lazyAWS(ctx)
-	if s.AccessJSON == "" || s.InstancesJSON == "" {
-		secrets() //nolint:errcheck // its error is met where the client is needed
-	}
-	awsMS := took()
 	acc, err := accessSource(ctx, s, secrets, log)
 	if err != nil {
 		return nil, err
@@ -103,7 +99,7 @@ func build(ctx context.Context, endpoint catalog.Endpoint, builtCatalog string, 
 	cfg.MetricsNamespace = s.MetricsNamespace
 	pools := firebird.NewPools(opts)
 	h := gateway.New(cfg, cat, acc, instances, idempotency.New(pools, 0), log)
-	log.Info("started", "endpoint", endpoint, "catalog_ms", catalogMS, "aws_config_ms", awsMS, "access_document_ms", accessMS, "rest_ms", took())
+	log.Info("started", "endpoint", endpoint, "catalog_ms", catalogMS, "access_document_ms", accessMS, "rest_ms", took())
 	return &Function{adapter: httpadapter.New(h), handler: h, pools: pools, log: log, streaming: s.ResponseStreaming}, nil
 }
 
