@@ -15,6 +15,7 @@ import (
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/record"
+	"github.com/erp-gateway/gateway/shared/tally"
 )
 
 // How long a call may outlive its context before it is abandoned: the driver
@@ -177,6 +178,8 @@ func (cur *pool) run(ctx context.Context, opts Options, mode Mode, at *atomic.In
 		if !ok {
 			return fmt.Errorf("firebird: pool connection of type %T", dc)
 		}
+		before := c.wire.Trips()
+		defer func() { tally.AddN(ctx, tally.RoundTrips, c.wire.Trips()-before) }()
 		return c.call(ctx, opts, mode, at, body)
 	})
 }

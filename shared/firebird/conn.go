@@ -46,7 +46,7 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &conn{inner: dc, stmts: make(map[string]*stmt), blocks: make(map[string]block), reads: make(map[string]*readPlan), max: c.maxStmt, used: time.Now()}, nil
+	return &conn{inner: dc, wire: countTrips(dc), stmts: make(map[string]*stmt), blocks: make(map[string]block), reads: make(map[string]*readPlan), max: c.maxStmt, used: time.Now()}, nil
 }
 
 func (c *connector) Driver() driver.Driver { return c.driver.Driver() }
@@ -64,6 +64,7 @@ type driverConn interface {
 // holding it (through sql.Conn.Raw) touches it.
 type conn struct {
 	inner  driver.Conn
+	wire   *wire // nil when the driver's round trips cannot be counted
 	stmts  map[string]*stmt
 	max    int
 	used   time.Time // end of the last call

@@ -77,6 +77,8 @@ func (h *Handler) logRequest(ctx context.Context, r *http.Request, o outcome, wo
 	attrs := []slog.Attr{
 		slog.String("instance", o.instance), slog.String("clave", o.clave),
 		slog.Int("status", o.status), slog.Int("cod_error", int(o.code)), slog.Float64("ms", ms),
+		// A slow link or a chatty procedure shows as round trips.
+		slog.Int64("round_trips", work.Get(tally.RoundTrips)),
 	}
 	if o.tokenID != "" {
 		// Which integrator did it: the id, never the token.
@@ -114,6 +116,7 @@ func Metrics() []Metric {
 		// What the request cost the systems it shares: a rise here is a
 		// cold cache or churning connections.
 		{"SecretFetches", "Count", false}, {"ConnectionOpens", "Count", false}, {"StatementPrepares", "Count", false},
+		{"RoundTrips", "Count", false},
 	}
 }
 
@@ -139,6 +142,7 @@ func (h *Handler) emf(o outcome, work *tally.Counts, ms float64) []slog.Attr {
 		"SecretFetches":     float64(work.Get(tally.SecretFetches)),
 		"ConnectionOpens":   float64(work.Get(tally.ConnectionOpens)),
 		"StatementPrepares": float64(work.Get(tally.StatementPrepares)),
+		"RoundTrips":        float64(work.Get(tally.RoundTrips)),
 	}
 	var all, perInstance []map[string]string
 	attrs := []slog.Attr{

@@ -1,6 +1,6 @@
 // Package tally counts, per request, the work the request caused in systems
 // it shares with everyone else: secrets read, database connections opened,
-// statements prepared. The packages doing that work add to the count carried
+// statements prepared, round trips to the database. The packages doing that work add to the count carried
 // by the request's context; the gateway reports it with the request's
 // metrics. A context without a count (background work) counts nothing.
 package tally
@@ -18,6 +18,7 @@ const (
 	SecretFetches     Kind = iota // secrets read from the secret store
 	ConnectionOpens               // database attachments made
 	StatementPrepares             // statements the database was asked to prepare
+	RoundTrips                    // exchanges with the database the request waited on
 	kinds
 )
 
@@ -35,9 +36,12 @@ func With(ctx context.Context, c *Counts) context.Context {
 }
 
 // Add counts one piece of work of kind k in ctx's count, if it has one.
-func Add(ctx context.Context, k Kind) {
+func Add(ctx context.Context, k Kind) { AddN(ctx, k, 1) }
+
+// AddN counts n pieces of work of kind k in ctx's count, if it has one.
+func AddN(ctx context.Context, k Kind, n int64) {
 	if c, ok := ctx.Value(key{}).(*Counts); ok {
-		c.n[k].Add(1)
+		c.n[k].Add(n)
 	}
 }
 
