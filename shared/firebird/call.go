@@ -129,7 +129,9 @@ func (p *Pools) Transact(ctx context.Context, t erp.Target, mode Mode, out *reco
 			return err
 		}
 		ph := phase(at.Load())
-		if attempt == 0 && ctx.Err() == nil && ph < committing && connectionLost(ctx, err) {
+		// A pool whose procedures changed is replaced before anything ran
+		// (pool.verify); the new one checks none in its first StmtMaxAge.
+		if errors.Is(err, errChanged) || attempt == 0 && ctx.Err() == nil && ph < committing && connectionLost(ctx, err) {
 			p.discard(t.Instance, cur)
 			continue
 		}
@@ -166,8 +168,37 @@ func guard(ctx context.Context, work func() error) error {
 	}
 }
 
-// run takes a connection from the pool for one call.
+// run takes a connection from the pool for one call, one that may still
+// serve (pool.outdated), and has the procedures checked first when they
+// are due (pool.verify).
 func (cur *pool) run(ctx context.Context, opts Options, mode Mode, at *atomic.Int32, body func(context.Context, *Session) error) error {
+	checked := func(ctx context.Context, s *Session) error {
+		if err := cur.verify(ctx, s, opts.StmtMaxAge); err != nil {
+			return err
+		}
+		return body(ctx, s)
+	}
+	for {
+		err := cur.once(ctx, func(c *conn) error {
+			if cur.outdated(c, opts.StmtMaxAge) {
+				c.broken = true // database/sql closes it, and hands out another
+				return errRetired
+			}
+			before := c.wire.Trips()
+			defer func() { tally.AddN(ctx, tally.RoundTrips, c.wire.Trips()-before) }()
+			return c.call(ctx, opts, mode, at, checked)
+		})
+		if !errors.Is(err, errRetired) {
+			return err
+		}
+	}
+}
+
+// errRetired: the connection taken may no longer serve; another is taken.
+var errRetired = errors.New("firebird: connection retired")
+
+// once runs use on one connection of the pool.
+func (cur *pool) once(ctx context.Context, use func(*conn) error) error {
 	sc, err := cur.db.Conn(ctx)
 	if err != nil {
 		return err
@@ -178,9 +209,7 @@ func (cur *pool) run(ctx context.Context, opts Options, mode Mode, at *atomic.In
 		if !ok {
 			return fmt.Errorf("firebird: pool connection of type %T", dc)
 		}
-		before := c.wire.Trips()
-		defer func() { tally.AddN(ctx, tally.RoundTrips, c.wire.Trips()-before) }()
-		return c.call(ctx, opts, mode, at, body)
+		return use(c)
 	})
 }
 

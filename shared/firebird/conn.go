@@ -63,11 +63,15 @@ type driverConn interface {
 // conn is one attachment and the statements prepared on it. Only the call
 // holding it (through sql.Conn.Raw) touches it.
 type conn struct {
-	inner  driver.Conn
-	wire   *wire // nil when the driver's round trips cannot be counted
-	stmts  map[string]*stmt
-	max    int
-	used   time.Time // end of the last call
+	inner driver.Conn
+	wire  *wire // nil when the driver's round trips cannot be counted
+	stmts map[string]*stmt
+	max   int
+	used  time.Time // end of the last call
+	// loaded is when it first prepared anything but the procedures'
+	// version, no later than it loaded any procedure's definition
+	// (pool.outdated); zero before.
+	loaded time.Time
 	broken bool      // the wire is in an unknown state: never reuse
 	read   driver.Tx // the transaction reads run in (conn.call)
 	// blocks holds each block (Session.Block), written from
@@ -140,6 +144,9 @@ func (c *conn) statement(ctx context.Context, fc driverConn, query string) (*stm
 	}
 	if len(c.stmts) >= c.max {
 		c.evictLeastUsed()
+	}
+	if c.loaded.IsZero() && query != versionQuery {
+		c.loaded = time.Now()
 	}
 	// Counted as asked: the server does the work whether or not it succeeds.
 	tally.Add(ctx, tally.StatementPrepares)

@@ -1,6 +1,8 @@
 package firebird
 
 import (
+	"cmp"
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -18,12 +20,13 @@ type Options struct {
 	// is checked with a ping on its next use: networks between a Lambda and
 	// a customer's Firebird drop idle flows, AWS NAT after 350 s.
 	ConnMaxIdle time.Duration
-	// StmtMaxAge (60s) is how long a connection, and the statements
-	// prepared on it, serve before a new one replaces it, so that an ERP
-	// upgrade that alters a procedure is seen: Firebird keeps a procedure's
-	// definition per attachment as it was when the attachment first
-	// prepared it, whatever is freed (measured), and only new attachments
-	// see an ALTER PROCEDURE.
+	// StmtMaxAge (60s) bounds how long a procedure an ERP upgrade
+	// altered may be served by its old definition: Firebird keeps a
+	// procedure's definition per attachment as it was when the attachment
+	// first prepared it, whatever is freed (measured), and only new
+	// attachments see an ALTER PROCEDURE. Every StmtMaxAge a pool's next
+	// call checks whether any procedure changed, and the pool is replaced
+	// when one did (pool.verify).
 	StmtMaxAge time.Duration
 	// MaxStatements caps the statements prepared on one connection (64).
 	MaxStatements int
@@ -64,6 +67,15 @@ type Pools struct {
 type pool struct {
 	cfg erp.Connection
 	db  *sql.DB
+
+	mu sync.Mutex
+	// checked is when the procedures were last compared (the pool's
+	// creation at first), version what they were then ("" before the
+	// first check), and since when connections load definitions known to
+	// be at least as new as version.
+	checked time.Time
+	version string
+	since   time.Time
 }
 
 // NewPools returns an empty set of pools.
@@ -88,11 +100,77 @@ func (p *Pools) get(t erp.Target) (*pool, error) {
 	db := sql.OpenDB(c)
 	db.SetMaxOpenConns(p.opts.MaxConns)
 	db.SetMaxIdleConns(p.opts.MaxConns)
-	db.SetConnMaxLifetime(p.opts.StmtMaxAge)
+	db.SetConnMaxLifetime(connMaxLife)
 	db.SetConnMaxIdleTime(p.opts.ConnMaxIdle)
-	cur := &pool{cfg: t.Connection, db: db}
+	cur := &pool{cfg: t.Connection, db: db, checked: time.Now()}
 	p.pools[t.Instance] = cur
 	return cur, nil
+}
+
+// connMaxLife bounds a connection's life even when no procedure changes:
+// the driver keeps every transaction a connection ran in memory until it
+// closes.
+const connMaxLife = 10 * time.Minute
+
+// versionQuery reads what changes whenever a procedure is created, altered
+// or dropped: the newest record version of RDB$PROCEDURES (the number of the
+// transaction that last wrote a row) and their count.
+const versionQuery = `SELECT COALESCE(MAX(RDB$RECORD_VERSION), 0) || ':' || COUNT(*) FROM RDB$PROCEDURES`
+
+// errChanged: a procedure changed since the pool's baseline; the pool is
+// replaced and the call retried on the new one.
+var errChanged = errors.New("firebird: a procedure changed")
+
+// verify compares the procedures' version with the pool's when a check is
+// due (every maxAge), before the call runs anything else. The first check
+// is the baseline: connections that load definitions after it hold ones at
+// least as new, and serve until a check finds a change (or connMaxLife).
+// Those that loaded before it serve maxAge from then (outdated), as there
+// is no telling what they hold. A check costs two round trips (and its
+// statement's prepare, once per connection); replacing a connection costs
+// its connect and the prepare of each operation it runs.
+func (cur *pool) verify(ctx context.Context, s *Session, maxAge time.Duration) error {
+	cur.mu.Lock()
+	last := cur.checked
+	due := time.Since(last) >= maxAge
+	if due {
+		cur.checked = time.Now() // one call checks; the others go on
+	}
+	cur.mu.Unlock()
+	if !due {
+		return nil
+	}
+	row, err := s.Row(ctx, versionQuery, nil)
+	cur.mu.Lock()
+	defer cur.mu.Unlock()
+	if err != nil && connectionLost(ctx, err) || ctx.Err() != nil {
+		cur.checked = last
+		return cmp.Or(err, ctx.Err())
+	}
+	v := ""
+	if err == nil && len(row) == 1 {
+		v = fmt.Sprint(row[0])
+	}
+	switch {
+	case v == "":
+		// The database would not tell (the query failed): every
+		// connection serves maxAge, as before a baseline.
+		cur.version, cur.since = "", time.Time{}
+	case cur.version == "":
+		cur.version, cur.since = v, time.Now()
+	case v != cur.version:
+		return errChanged
+	}
+	cur.checked = time.Now()
+	return nil
+}
+
+// outdated reports a connection that must no longer serve: it loaded
+// definitions before the pool's baseline, maxAge ago or more.
+func (cur *pool) outdated(c *conn, maxAge time.Duration) bool {
+	cur.mu.Lock()
+	defer cur.mu.Unlock()
+	return !c.loaded.IsZero() && (cur.since.IsZero() || c.loaded.Before(cur.since)) && time.Since(c.loaded) > maxAge
 }
 
 // discard drops the instance's pool if it is still cur, so the next call

@@ -304,6 +304,63 @@ func TestAlteredProcedureIsServedWithinStmtMaxAge(t *testing.T) {
 	}
 }
 
+// TestConnectionsServeUntilAProcedureChanges: once a pool has read the
+// procedures' version, its connections are not replaced every StmtMaxAge
+// (a read costs its 2 round trips, up to 5 when the check is due, never a
+// new attachment's), and an altered procedure is still served within
+// StmtMaxAge of its change, each time.
+func TestConnectionsServeUntilAProcedureChanges(t *testing.T) {
+	const maxAge = 300 * time.Millisecond
+	cfg := fbtest.Demo(t)
+	version := func(a int) string {
+		return fmt.Sprintf("CREATE OR ALTER PROCEDURE REST_TEST_VERSION RETURNS (A INTEGER) AS BEGIN A = %d; SUSPEND; END", a)
+	}
+	fbtest.Setup(t, cfg, version(1), "GRANT EXECUTE ON PROCEDURE REST_TEST_VERSION TO GATEWAY")
+	link := fbtest.NewLink(t, cfg, 0)
+	e := newEnvOpts(t, gateway.Config{}, firebird.Options{StmtMaxAge: maxAge}, map[string]any{"demo": anonymous(link.Through(cfg))})
+	get := func() (string, int64) {
+		before := link.RoundTrips()
+		r := e.post(t, path("demo", "executequery"), `{"CLAVE":"Get_Version"}`)
+		return r.Raw, link.RoundTrips() - before
+	}
+	answer := func(a int) string { return fmt.Sprintf(`{"cod_error":0,"data":[{"A":%d}]}`, a) }
+	for a := 1; a <= 3; a++ {
+		if a > 1 {
+			fbtest.Setup(t, cfg, version(a))
+		}
+		changed := time.Now()
+		// Served within maxAge of the change, then steady for 4 maxAge:
+		// the first pool's connections are replaced in its first two,
+		// a later pool's never.
+		var most int64
+		var seen time.Time
+		for ; seen.IsZero() || time.Since(seen) < 4*maxAge; time.Sleep(20 * time.Millisecond) {
+			raw, trips := get()
+			switch {
+			case raw == answer(a) && seen.IsZero():
+				seen = time.Now()
+				if took := seen.Sub(changed); took > maxAge+200*time.Millisecond {
+					t.Fatalf("version %d served %s after its change", a, took)
+				}
+			case raw != answer(a) && !seen.IsZero():
+				t.Fatalf("version %d, then %s", a, raw)
+			case raw != answer(a) && time.Since(changed) > maxAge+200*time.Millisecond:
+				t.Fatalf("%s %s after version %d", raw, time.Since(changed), a)
+			}
+			if !seen.IsZero() && time.Since(seen) > 2*maxAge {
+				most = max(most, trips)
+			}
+		}
+		t.Logf("version %d: at most %d round trips a read once steady", a, most)
+		// A read is 2; a due check adds 2, and its statement's prepare 1
+		// on a connection's first check; a new connection's connect
+		// alone is 5.
+		if a > 1 && most > 5 {
+			t.Errorf("version %d: a read made %d round trips once steady: connections are replaced", a, most)
+		}
+	}
+}
+
 func TestWriteWhoseCommitIsNotConfirmed(t *testing.T) {
 	admin := fbtest.Open(t, fbtest.Admin(t, fbtest.Demo(t)))
 	ctx := context.Background()
