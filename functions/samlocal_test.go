@@ -7,6 +7,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -116,17 +117,18 @@ func TestREADMEExamplesUnderSamLocalEnvironment(t *testing.T) {
 		"executequery": newFunctionWith(t, catalog.ExecuteQuery, built, env),
 		"execute":      newFunctionWith(t, catalog.Execute, built, env),
 	}
-	// The Set_Terceros example creates this third party; start without it.
-	admin := fbtest.Open(t, fbtest.Admin(t, test))
-	if _, err := admin.ExecContext(context.Background(), "DELETE FROM TERCEROS WHERE CODIGO = '901234567'"); err != nil {
-		t.Fatal(err)
-	}
+	fbtest.ReadmeStart(t, test)
 
 	for _, ex := range examples {
 		auth, p, body, want := ex.Authorization, ex.Path, ex.Request, ex.Answer
 		ev := restEvent(t, p, body, func(ev *events.APIGatewayProxyRequest) {
 			ev.Headers["Authorization"] = auth
 			ev.MultiValueHeaders["Authorization"] = []string{auth}
+			for _, h := range ex.Headers {
+				name, value, _ := strings.Cut(h, ": ")
+				ev.Headers[name] = value
+				ev.MultiValueHeaders[name] = append(ev.MultiValueHeaders[name], value)
+			}
 		})
 		resp, err := fns[string(ex.Endpoint)].Handle(context.Background(), ev)
 		if err != nil {

@@ -38,10 +38,12 @@ func draft(procs []catalog.Procedure) (catalog.File, []string) {
 				notes = append(notes, fmt.Sprintf("%s: %s", op.Clave, note))
 			}
 		}
-		if !p.Selectable {
+		// A write that returns values is answered by them; one that
+		// returns nothing, by the read that reads it back.
+		if !p.Selectable && len(p.Outputs) == 0 {
 			op.ReadBack = readBack(p, op.Params, byName)
 			if op.ReadBack == nil {
-				notes = append(notes, fmt.Sprintf("%s: a write needs read_back (the selectable procedure that answers it); none found", op.Clave))
+				notes = append(notes, fmt.Sprintf("%s: answered with no rows: it returns nothing, and no selectable procedure to read it back (read_back) was found", op.Clave))
 			}
 		}
 		doc.Operations = append(doc.Operations, op)

@@ -71,7 +71,7 @@ func run(addr, instancesPath, accessPath string, readTimeout time.Duration, maxR
 
 	srv := &http.Server{
 		Addr:              addr,
-		Handler:           limit(gateway.New(cfg, cat, acc, instances, idempotency.New(pools, 0), log), maxRequests, cfg.MaxBody),
+		Handler:           limit(gateway.New(cfg, cat, acc, instances, idempotency.New(pools, 0), log), maxRequests, max(cfg.MaxBody, cfg.BatchBody)),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      time.Minute,

@@ -168,7 +168,7 @@ func TestLocalServerSaysWhichCatalogItServes(t *testing.T) {
 	tests := []struct {
 		env, want string
 	}{
-		{"GATEWAY_CATALOG=../catalog.demo.json", "; the catalog ../catalog.demo.json, 6 operations)\n"},
+		{"GATEWAY_CATALOG=../catalog.demo.json", "; the catalog ../catalog.demo.json, 9 operations)\n"},
 		{"GATEWAY_CATALOG=", "; the specification's built-in catalog, 4 operations)\n"},
 	}
 	for _, tt := range tests {

@@ -13,6 +13,7 @@ import (
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/firebird"
+	"github.com/erp-gateway/gateway/shared/gateway"
 	"github.com/erp-gateway/gateway/shared/openapi"
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
@@ -70,7 +71,7 @@ func document(ctx context.Context, o options, db erp.Connection) ([]byte, error)
 	if err != nil {
 		return nil, fmt.Errorf("reading the database's procedures: %w", err)
 	}
-	in := openapi.Input{Catalog: cat, Procedures: procs, Class: o.class, Server: o.server}
+	in := openapi.Input{Catalog: cat, Procedures: procs, Class: o.class, Server: o.server, BatchMax: gateway.DefaultBatchMax}
 	if o.readme != "" {
 		readme, err := os.ReadFile(o.readme)
 		if err != nil {

@@ -65,8 +65,9 @@ type Operation struct {
 	Endpoint  Endpoint
 	Procedure string
 	Params    []Param
-	// ReadBack is set on writes: after the procedure ran, in the same
-	// transaction, this read supplies the response's data.
+	// ReadBack may be set on writes: after the procedure ran, in the same
+	// transaction, this read supplies the response's data. A write without
+	// one is answered by the procedure's outputs (its RETURNS), as one row.
 	ReadBack *ReadBack
 	// MaxRows is the most rows an answer may carry; more are refused.
 	// DefaultMaxRows when zero.
@@ -132,8 +133,6 @@ func (op *Operation) check() error {
 		seen[p.Name] = true
 	}
 	switch rb := op.ReadBack; {
-	case rb == nil && op.Endpoint == Execute:
-		return errors.New("read_back: a write on execute needs the read that supplies its answer")
 	case rb == nil:
 	case op.Endpoint == ExecuteQuery:
 		return errors.New("read_back: only a write (endpoint execute) has one")

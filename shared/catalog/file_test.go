@@ -103,7 +103,6 @@ var malformed = []struct {
 	{"scale over precision", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","params":[{"name":"A","kind":"decimal","precision":4,"scale":6}]}`), `params[0] "A": scale: 6 is not between 0 and the precision, 4`},
 	{"parameter named CLAVE", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","params":[{"name":"CLAVE","max_chars":1}]}`), `params[0] "CLAVE": name:`},
 	{"parameter twice", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","params":[{"name":"A","max_chars":1},{"name":"A","max_chars":1}]}`), `params[1] "A": name: defined twice`},
-	{"write without read-back", op(`{"clave":"Set_X","endpoint":"execute","procedure":"P"}`), `operations[0] "Set_X": read_back: a write on execute needs`},
 	{"read with read-back", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","read_back":{"procedure":"Q"}}`), `operations[0] "Get_X": read_back: only a write`},
 	{"read-back of an unknown parameter", op(`{"clave":"Set_X","endpoint":"execute","procedure":"P","params":[{"name":"A","max_chars":1}],"read_back":{"procedure":"Q","params":["B"]}}`), `read_back.params[0]: "B" is not a parameter`},
 	{"negative row cap", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","max_rows":-1}`), `max_rows: -1 is negative`},

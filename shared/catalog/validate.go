@@ -19,10 +19,22 @@ import (
 
 // Call is a validated request: the operation and its arguments in the
 // procedure's order: a string (text, decimal), time.Time (date), int64
-// (integer), or nil for SQL NULL.
+// (integer), or nil for SQL NULL. In a batch, an argument may come from an
+// earlier call's answer instead (Refs); its place in Args is nil until the
+// batch runs.
 type Call struct {
 	Op   *Operation
 	Args []any
+	Refs []Ref
+}
+
+// Ref is an argument a batch passes between calls: the value of column
+// Field in the first row of call From's answer (From counts from 0 and is
+// earlier in the batch), as the database gave it.
+type Ref struct {
+	Param int // the argument's index in Args
+	From  int
+	Field string
 }
 
 // ReadBackArgs are the arguments of the write's read-back procedure.
@@ -48,8 +60,53 @@ func (c Call) ReadBackArgs() []any {
 func (c *Catalog) Parse(endpoint Endpoint, body []byte) (Call, *erp.Error) {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return Call{}, erp.Refuse(erp.CodeNotObject, "the body must be a JSON object")
+		return Call{}, erp.Refuse(erp.CodeNotObject, "the body must be a JSON object, or an array of them (a batch)")
 	}
+	return c.parse(endpoint, body, -1)
+}
+
+// IsBatch reports whether body is a batch: a JSON array.
+func IsBatch(body []byte) bool {
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	return len(trimmed) > 0 && trimmed[0] == '['
+}
+
+// ParseBatch decodes and validates a batch sent to endpoint: a JSON array of
+// at most most request bodies, each validated as Parse does and allowed
+// references to earlier calls. On executequery a batch holds reads only;
+// on execute, writes and reads (which see the batch's writes). A refusal
+// names the element in its message and returns its index (-1 for the
+// array as a whole); nothing is run unless every element passes.
+func (c *Catalog) ParseBatch(endpoint Endpoint, body []byte, most int) ([]Call, int, *erp.Error) {
+	var elems []json.RawMessage
+	if err := json.Unmarshal(body, &elems); err != nil {
+		return nil, -1, erp.Refuse(erp.CodeNotObject, "the batch is not a valid JSON array of objects: %s", jsonProblem(err))
+	}
+	switch {
+	case len(elems) == 0:
+		return nil, -1, erp.Refuse(erp.CodeBatchEmpty, "the batch is empty: send at least one call")
+	case len(elems) > most:
+		return nil, -1, erp.Refuse(erp.CodeBatchTooLarge, "the batch has %d calls; at most %d are taken in one request", len(elems), most)
+	}
+	calls := make([]Call, len(elems))
+	for i, raw := range elems {
+		trimmed := bytes.TrimLeft(raw, " \t\r\n")
+		if len(trimmed) == 0 || trimmed[0] != '{' {
+			return nil, i, erp.Refuse(erp.CodeNotObject, "call %d of the batch is not a JSON object", i)
+		}
+		call, bad := c.parse(endpoint, raw, i)
+		if bad != nil {
+			bad.Message = fmt.Sprintf("call %d of the batch: %s", i, bad.Message)
+			return nil, i, bad
+		}
+		calls[i] = call
+	}
+	return calls, -1, nil
+}
+
+// parse validates one request object; index is its place in a batch, -1
+// for a single request.
+func (c *Catalog) parse(endpoint Endpoint, body []byte, index int) (Call, *erp.Error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil {
 		return Call{}, erp.Refuse(erp.CodeNotObject, "the body is not valid JSON: %s", jsonProblem(err))
@@ -67,7 +124,8 @@ func (c *Catalog) Parse(endpoint Endpoint, body []byte) (Call, *erp.Error) {
 	if !ok {
 		return Call{}, erp.Refuse(erp.CodeClaveUnknown, "CLAVE %q is not an operation of this service", clave)
 	}
-	if op.Endpoint != endpoint {
+	// A batch on execute may read what its writes wrote.
+	if op.Endpoint != endpoint && !(index >= 0 && endpoint == Execute) {
 		return Call{Op: op}, erp.Refuse(erp.CodeWrongEndpoint, "CLAVE %s is served on /%s, not on /%s", clave, op.Endpoint, endpoint)
 	}
 
@@ -75,7 +133,7 @@ func (c *Catalog) Parse(endpoint Endpoint, body []byte) (Call, *erp.Error) {
 		return Call{Op: op}, erp.Refuse(erp.CodeUnknownField, "CLAVE %s takes no field %s", clave, strings.Join(unknown, ", "))
 	}
 
-	args := make([]any, len(op.Params))
+	call := Call{Op: op, Args: make([]any, len(op.Params))}
 	for i, p := range op.Params {
 		raw, ok := fields[p.Name]
 		if !ok || isNull(raw) {
@@ -86,6 +144,14 @@ func (c *Catalog) Parse(endpoint Endpoint, body []byte) (Call, *erp.Error) {
 		}
 		var s string
 		switch {
+		case isReference(raw):
+			ref, bad := reference(raw, p.Name, index)
+			if bad != nil {
+				return Call{Op: op}, bad
+			}
+			ref.Param = i
+			call.Refs = append(call.Refs, ref)
+			continue
 		case raw[0] == '"':
 			if json.Unmarshal(raw, &s) != nil {
 				return Call{Op: op}, erp.Refuse(erp.CodeParamNotString, "%s must be a JSON string", p.Name)
@@ -106,7 +172,7 @@ func (c *Catalog) Parse(endpoint Endpoint, body []byte) (Call, *erp.Error) {
 			if n := utf8.RuneCountInString(s); n > p.MaxLen {
 				return Call{Op: op}, erp.Refuse(erp.CodeParamTooLong, "%s is %d characters long; at most %d fit", p.Name, n, p.MaxLen)
 			}
-			args[i] = s
+			call.Args[i] = s
 			continue
 		}
 		if absent(s) {
@@ -119,9 +185,44 @@ func (c *Catalog) Parse(endpoint Endpoint, body []byte) (Call, *erp.Error) {
 		if err != nil {
 			return Call{Op: op}, erp.Refuse(erp.CodeParamFormat, "%s", err)
 		}
-		args[i] = v
+		call.Args[i] = v
 	}
-	return Call{Op: op, Args: args}, nil
+	return call, nil
+}
+
+// isReference reports whether raw is written as a reference: an object
+// naming $from or $field.
+func isReference(raw json.RawMessage) bool {
+	var fields map[string]json.RawMessage
+	if raw[0] != '{' || json.Unmarshal(raw, &fields) != nil {
+		return false
+	}
+	_, from := fields["$from"]
+	_, field := fields["$field"]
+	return from || field
+}
+
+// reference decodes the value of parameter name, {"$from": i, "$field":
+// "NAME"}, in call index of a batch (-1: not in one).
+func reference(raw json.RawMessage, name string, index int) (Ref, *erp.Error) {
+	var v struct {
+		From  *int    `json:"$from"`
+		Field *string `json:"$field"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	form := `{"$from": <an earlier call's index, from 0>, "$field": "<a column of its answer>"}`
+	switch {
+	case dec.Decode(&v) != nil || v.From == nil || v.Field == nil || *v.Field == "" || utf8.RuneCountInString(*v.Field) > 63:
+		return Ref{}, erp.Refuse(erp.CodeReference, "%s: a value taken from another call is written %s", name, form)
+	case index < 0:
+		return Ref{}, erp.Refuse(erp.CodeReference, "%s: a value taken from another call needs a batch (a JSON array of calls)", name)
+	case index == 0:
+		return Ref{}, erp.Refuse(erp.CodeReference, "%s: the first call of a batch has no earlier call to take a value from", name)
+	case *v.From < 0 || *v.From >= index:
+		return Ref{}, erp.Refuse(erp.CodeReference, "%s: $from %d is not an earlier call of the batch (0 to %d)", name, *v.From, index-1)
+	}
+	return Ref{From: *v.From, Field: *v.Field}, nil
 }
 
 func unknownFields(op *Operation, fields map[string]json.RawMessage) []string {
@@ -190,6 +291,9 @@ func (c Call) Fingerprint() string {
 			v = fmt.Sprintf("?%T%v", a, a)
 		}
 		fmt.Fprintf(h, "\x00%d:%s", len(v), v)
+	}
+	for _, r := range c.Refs {
+		fmt.Fprintf(h, "\x01%d:%d:%d:%s", r.Param, r.From, len(r.Field), r.Field)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -32,6 +32,9 @@ const (
 	CodeParamInvalid   Code = 1010
 	CodeParamFormat    Code = 1011
 	CodeBodyTimeout    Code = 1012
+	CodeBatchEmpty     Code = 1013
+	CodeBatchTooLarge  Code = 1014
+	CodeReference      Code = 1015
 	CodeNotFound       Code = 1101
 	CodeMethod         Code = 1102
 	CodeBadInstance    Code = 1103
@@ -52,6 +55,11 @@ const (
 	CodeKeyNotEnabled  Code = 1402
 	CodeKeyReused      Code = 1403
 	CodeKeyInProgress  Code = 1404
+	CodeKeyDryRun      Code = 1405
+	// An element of a batch's answer: the batch failed elsewhere.
+	CodeRolledBack       Code = 1501
+	CodeNotRun           Code = 1502
+	CodeReferenceMissing Code = 1503
 )
 
 // Outcome is a class of answers, the Outcome dimension of the metrics.
@@ -95,6 +103,8 @@ const (
 	ScopeDatabase
 	// ScopeWrite: a call of a write.
 	ScopeWrite
+	// ScopeBatch: an element of a batch's answer (HTTP 200 for the whole).
+	ScopeBatch
 )
 
 // Info is one code's entry: what it means and how it is answered.
@@ -124,6 +134,10 @@ var codes = [...]Info{
 	{CodeParamInvalid, http.StatusBadRequest, OutcomeClientError, ScopeBody, "A value holds a NUL character or invalid UTF-8."},
 	{CodeParamFormat, http.StatusBadRequest, OutcomeClientError, ScopeBody, "A date, integer or decimal value is not of its form, or names a day that does not exist."},
 	{CodeBodyTimeout, http.StatusRequestTimeout, OutcomeClientError, ScopeBody, "The body did not arrive in time (the local server)."},
+	{CodeBatchEmpty, http.StatusBadRequest, OutcomeClientError, ScopeBody, "The batch is an empty array."},
+	{CodeBatchTooLarge, http.StatusBadRequest, OutcomeClientError, ScopeBody, "The batch has more calls than this service takes in one request."},
+	{CodeReference, http.StatusBadRequest, OutcomeClientError, ScopeBody, "A {\"$from\", \"$field\"} value is malformed, outside a batch, or names no earlier call of the batch."},
+
 	{CodeNotFound, http.StatusNotFound, OutcomeClientError, ScopeRouting, "No such path."},
 	{CodeMethod, http.StatusMethodNotAllowed, OutcomeClientError, ScopeRouting, "A method the path does not serve; Allow names the one it does."},
 	{CodeBadInstance, http.StatusBadRequest, OutcomeClientError, ScopeInstance, "The instance name is not 1 to 64 letters, digits, _ or -."},
@@ -143,6 +157,10 @@ var codes = [...]Info{
 	{CodeKeyNotEnabled, http.StatusBadRequest, OutcomeClientError, ScopeWrite, "The instance does not keep Idempotency-Keys: its operator must install their table and turn them on."},
 	{CodeKeyReused, http.StatusUnprocessableEntity, OutcomeClientError, ScopeWrite, "The Idempotency-Key was used for a different request."},
 	{CodeKeyInProgress, http.StatusConflict, OutcomeClientError, ScopeWrite, "A request with this Idempotency-Key is still running; see Retry-After."},
+	{CodeKeyDryRun, http.StatusBadRequest, OutcomeClientError, ScopeWrite, "A dry run (Prefer: tx=rollback) with an Idempotency-Key: nothing would be kept under it."},
+	{CodeRolledBack, http.StatusOK, OutcomeRefusedByDB, ScopeBatch, "Another call of the batch was refused: this one ran, and was rolled back with the rest (on executequery: its answer was dropped)."},
+	{CodeNotRun, http.StatusOK, OutcomeRefusedByDB, ScopeBatch, "Another call of the batch was refused before this one's turn: it did not run."},
+	{CodeReferenceMissing, http.StatusOK, OutcomeRefusedByDB, ScopeBatch, "A {\"$from\", \"$field\"} value of this call found no such column, or no row, in the answer it names: the batch was rolled back."},
 }
 
 // Codes lists every code's entry in the order of the numbers.

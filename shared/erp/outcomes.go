@@ -1,6 +1,7 @@
 package erp
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"time"
@@ -85,4 +86,24 @@ type Key struct {
 	Fingerprint string
 	// TTL is how long a key is kept; after it the key runs anew.
 	TTL time.Duration
+}
+
+// Origin is who a write is for, as the ERP's triggers and procedures read it
+// within the write's transaction: RDB$GET_CONTEXT('USER_TRANSACTION',
+// 'GATEWAY_TOKEN_ID') and 'GATEWAY_REQUEST_ID'.
+type Origin struct {
+	TokenID, RequestID string
+}
+
+type originKey struct{}
+
+// WithOrigin returns ctx carrying o, for the writes done under it.
+func WithOrigin(ctx context.Context, o Origin) context.Context {
+	return context.WithValue(ctx, originKey{}, o)
+}
+
+// OriginOf is the origin ctx carries; empty when none.
+func OriginOf(ctx context.Context) Origin {
+	o, _ := ctx.Value(originKey{}).(Origin)
+	return o
 }

@@ -316,3 +316,12 @@ func ListCatalog(t testing.TB) string {
 	}
 	return path
 }
+
+// ReadmeStart leaves cfg's database as the README's examples expect it
+// when they are replayed in order: without the third party the Set_Terceros
+// example creates, and without orders, the next order numbered 1.
+func ReadmeStart(t testing.TB, cfg erp.Connection) {
+	t.Helper()
+	Setup(t, cfg, "DELETE FROM TERCEROS WHERE CODIGO = '901234567'", "DELETE FROM PEDIDOS_LINEAS", "DELETE FROM PEDIDOS",
+		"ALTER SEQUENCE GEN_PEDIDOS RESTART WITH 0")
+}

@@ -6,13 +6,11 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/nakagami/firebirdsql"
 
-	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/record"
 	"github.com/erp-gateway/gateway/shared/tally"
@@ -52,6 +50,11 @@ const (
 	// NoWait is READ COMMITTED NO WAIT, of its own: a lock held is an
 	// error, never a wait.
 	NoWait
+	// Snapshot is SNAPSHOT, of its own, always rolled back: every
+	// statement sees the moment it began. The driver begins every
+	// read-only transaction READ COMMITTED, so it is read-write; its
+	// statements are reads, and it ends before its caller answers.
+	Snapshot
 )
 
 // ErrRollback, returned by a body (wrapped or not), rolls its transaction
@@ -64,34 +67,43 @@ var ErrRollback = errors.New("firebird: rolled back by its body")
 // record.ErrTooLarge) stops the fetch and is returned as it is.
 func (p *Pools) Read(ctx context.Context, t erp.Target, procedure string, args []any, out *record.Encoder) error {
 	return p.Transact(ctx, t, ReadOnly, out, func(ctx context.Context, s *Session) error {
-		query := s.readQuery(ctx, procedure, len(args))
-		_, err := s.Query(ctx, query, args, out, 0)
-		plain := selectSQL(procedure, len(args))
-		switch {
-		case err == nil && query == plain:
-			s.learn(procedure, len(args), out.Cols())
-		case err != nil && query != plain && phase(s.at.Load()) == preparing && s.conn.IsValid():
-			out.Reset()
-			_, err = s.Query(ctx, s.plainAgain(procedure, len(args)), args, out, 0)
-		}
+		return s.Read(ctx, procedure, args, out)
+	})
+}
+
+// Read runs a selectable procedure in the session's transaction and encodes
+// its rows into out, its BLOBs in the row where they fit (read.go).
+func (s *Session) Read(ctx context.Context, procedure string, args []any, out *record.Encoder) error {
+	query := s.readQuery(ctx, procedure, len(args))
+	_, err := s.Query(ctx, query, args, out, 0)
+	plain := selectSQL(procedure, len(args))
+	switch {
+	case err == nil && query == plain:
+		s.learn(procedure, len(args), out.Cols())
+	case err != nil && query != plain && phase(s.at.Load()) == preparing && s.conn.IsValid():
+		out.Reset()
+		_, err = s.Query(ctx, s.plainAgain(procedure, len(args)), args, out, 0)
+	}
+	return err
+}
+
+// Write runs w in one read-write transaction, as one block (Session.Write),
+// encodes its answer into out, and commits only when it succeeded and the
+// rows fit out's limits.
+func (p *Pools) Write(ctx context.Context, t erp.Target, w Write, out *record.Encoder) error {
+	return p.Transact(ctx, t, ReadWrite, out, func(ctx context.Context, s *Session) error {
+		_, err := s.Write(ctx, "write", w, nil, nil, out)
 		return err
 	})
 }
 
-// Write runs an executable procedure and then the read-back procedure in one
-// read-write transaction, as one block (WriteBlock), encodes the read-back's
-// rows into out, and commits only when both succeeded and the rows fit
-// out's limits.
-func (p *Pools) Write(ctx context.Context, t erp.Target, procedure string, args []any, readBack string, readArgs []any, out *record.Encoder) error {
-	procs := []string{strings.ToUpper(procedure), strings.ToUpper(readBack)}
-	write := func(sigs map[string]catalog.Procedure) (string, int) {
-		return WriteBlock(procedure, len(args), readBack, len(readArgs), sigs[procs[0]], sigs[procs[1]], WriteParts{})
-	}
-	argv := append(append([]any(nil), args...), readArgs...)
-	return p.Transact(ctx, t, ReadWrite, out, func(ctx context.Context, s *Session) error {
-		_, err := s.Block(ctx, "write "+procedure+" "+readBack, procs, write, argv, out)
-		return err
-	})
+// Refusal is err, a statement's failure in a session, as the database's own
+// refusal of the call (its exception, a constraint), if it is one: what a
+// body that goes on after a refused statement answers that statement with.
+func Refusal(ctx context.Context, err error) (*erp.Exception, bool) {
+	var exc *erp.Exception
+	ok := errors.As(classify(ctx, executing, err), &exc)
+	return exc, ok
 }
 
 // Ping makes one round trip to the instance's database on a connection of
@@ -269,6 +281,12 @@ func (c *conn) call(ctx context.Context, opts Options, mode Mode, at *atomic.Int
 		}
 		return err
 	}
+	if mode == Snapshot {
+		if err := tx.Rollback(); err != nil {
+			c.broken = true
+		}
+		return nil
+	}
 	at.Store(int32(committing))
 	if err := tx.Commit(); err != nil {
 		c.settle(ctx, fc, err)
@@ -300,6 +318,8 @@ func txOptions(mode Mode) driver.TxOptions {
 		return driver.TxOptions{Isolation: driver.IsolationLevel(sql.LevelReadCommitted), ReadOnly: true}
 	case NoWait:
 		return driver.TxOptions{Isolation: driver.IsolationLevel(firebirdsql.LevelReadCommittedNoWait)}
+	case Snapshot:
+		return driver.TxOptions{Isolation: driver.IsolationLevel(sql.LevelRepeatableRead)}
 	}
 	return driver.TxOptions{Isolation: driver.IsolationLevel(sql.LevelReadCommitted)}
 }

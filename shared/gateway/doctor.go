@@ -144,7 +144,7 @@ func (h *Handler) openAPI(r *http.Request, t erp.Target) outcome {
 	if err != nil || got.procs == nil {
 		return refusal(erp.CodeUnavailable, "the database of instance "+t.Instance+" is not reachable right now; try again later")
 	}
-	doc, err := openapi.Document(openapi.Input{Catalog: h.catalog, Procedures: got.procs, Class: h.cfg.Class, Server: "http://" + r.Host})
+	doc, err := openapi.Document(openapi.Input{Catalog: h.catalog, Procedures: got.procs, Class: h.cfg.Class, Server: "http://" + r.Host, BatchMax: h.cfg.BatchMax})
 	if err != nil {
 		return refusal(erp.CodeInternal, "internal error")
 	}

@@ -279,7 +279,8 @@ func TestMalformedRequests(t *testing.T) {
 		code                     erp.Code
 	}{
 		{"empty body", "POST", q, ``, 400, erp.CodeNotObject},
-		{"array", "POST", q, `[{"CLAVE":"Get_Terceros","CODIGO":"1"}]`, 400, erp.CodeNotObject},
+		{"an array of a number", "POST", q, `[1]`, 400, erp.CodeNotObject},
+		{"an empty array", "POST", q, `[]`, 400, erp.CodeBatchEmpty},
 		{"string", "POST", q, `"Get_Terceros"`, 400, erp.CodeNotObject},
 		{"truncated", "POST", q, `{"CLAVE":"Get_Terceros"`, 400, erp.CodeNotObject},
 		{"trailing garbage", "POST", q, `{"CLAVE":"Get_Terceros","CODIGO":"1"} x`, 400, erp.CodeNotObject},

@@ -42,9 +42,9 @@ func (c *countingDB) Read(ctx context.Context, t erp.Target, p string, a []any, 
 	return c.Database.Read(ctx, t, p, a, out)
 }
 
-func (c *countingDB) Write(ctx context.Context, t erp.Target, p string, a []any, rb string, ra []any, out *record.Encoder) error {
+func (c *countingDB) Write(ctx context.Context, t erp.Target, w firebird.Write, out *record.Encoder) error {
 	c.calls.Add(1)
-	return c.Database.Write(ctx, t, p, a, rb, ra, out)
+	return c.Database.Write(ctx, t, w, out)
 }
 
 // env is a handler over real pools and a real instances file.
@@ -96,6 +96,13 @@ func testOperations() []catalog.Operation {
 			Params:   []catalog.Param{{Name: "CODIGO", MaxLen: 20, Required: true}, {Name: "VALOR", Kind: catalog.Integer, Bits: 32}},
 			ReadBack: &catalog.ReadBack{Procedure: "REST_TEST_PAGOS", Params: []string{"CODIGO"}}},
 		broken, big,
+		catalog.Operation{Clave: "Set_Pedido", Endpoint: catalog.Execute, Procedure: "REST_INSERT_PEDIDO",
+			Params: []catalog.Param{{Name: "TERCERO", MaxLen: 15, Required: true}, {Name: "FECHA", Kind: catalog.Date}, {Name: "NOTA", MaxLen: 200}}},
+		catalog.Operation{Clave: "Set_Pedido_Linea", Endpoint: catalog.Execute, Procedure: "REST_INSERT_PEDIDO_LINEA",
+			Params: []catalog.Param{{Name: "NUMERO", Kind: catalog.Integer, Bits: 32, Required: true}, {Name: "REFERENCIA", MaxLen: 20, Required: true},
+				{Name: "CANTIDAD", Kind: catalog.Decimal, Precision: 15, Scale: 4, Required: true}}},
+		catalog.Operation{Clave: "Get_Pedido", Endpoint: catalog.ExecuteQuery, Procedure: "REST_SELECT_PEDIDO",
+			Params: []catalog.Param{{Name: "NUMERO", Kind: catalog.Integer, Bits: 32, Required: true}}},
 		valores("Set_Valores", "REST_TEST_VALORES"), valores("Set_Valores_Flotantes", "REST_TEST_VALORES_F"), valores("Set_Valores_Largos", "REST_TEST_VALORES_L"))
 }
 

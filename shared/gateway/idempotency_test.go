@@ -413,6 +413,7 @@ func assertNoOpenWrites(t testing.TB, admin *sql.DB) {
 // TestHealthReportsTheKeyTable: with "idempotency": true, the health check
 // fails while the table or a grant is missing.
 func TestHealthReportsTheKeyTable(t *testing.T) {
+	fbtest.CreateList(t, fbtest.Demo(t)) // the health check finds every CLAVE's procedure
 	e, token, admin := keysEnv(t, true)
 	health := func() keyed {
 		req := httptest.NewRequest(http.MethodGet, "/demo/health", nil)

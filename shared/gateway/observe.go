@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/erp-gateway/gateway/shared/tally"
@@ -80,6 +81,9 @@ func (h *Handler) logRequest(ctx context.Context, r *http.Request, o outcome, wo
 		// A slow link or a chatty procedure shows as round trips.
 		slog.Int64("round_trips", work.Get(tally.RoundTrips)),
 	}
+	if len(o.claves) > 0 {
+		attrs = append(attrs, slog.String("claves", strings.Join(o.claves, ",")), slog.Int("batch_size", len(o.claves)))
+	}
 	if o.tokenID != "" {
 		// Which integrator did it: the id, never the token.
 		attrs = append(attrs, slog.String("token_id", o.tokenID))
@@ -117,6 +121,8 @@ func Metrics() []Metric {
 		// cold cache or churning connections.
 		{"SecretFetches", "Count", false}, {"ConnectionOpens", "Count", false}, {"StatementPrepares", "Count", false},
 		{"RoundTrips", "Count", false},
+		// A batch's calls; a single call counts 0.
+		{"BatchCalls", "Count", false},
 	}
 }
 
@@ -143,6 +149,7 @@ func (h *Handler) emf(o outcome, work *tally.Counts, ms float64) []slog.Attr {
 		"ConnectionOpens":   float64(work.Get(tally.ConnectionOpens)),
 		"StatementPrepares": float64(work.Get(tally.StatementPrepares)),
 		"RoundTrips":        float64(work.Get(tally.RoundTrips)),
+		"BatchCalls":        float64(len(o.claves)),
 	}
 	var all, perInstance []map[string]string
 	attrs := []slog.Attr{

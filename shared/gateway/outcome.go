@@ -19,8 +19,11 @@ type outcome struct {
 	retryAfter time.Duration // when to try again, for a pause
 	allow      string        // the method the path serves, for a 405
 	replayed   bool          // the kept answer of an idempotency key
-	streamed   bool          // sent as it was fetched: nothing left to write
-	cut        error         // why a streamed answer ended before its end
+	// preferenceApplied answers a Prefer header (RFC 7240) that was
+	// honoured: tx=rollback.
+	preferenceApplied string
+	streamed          bool  // sent as it was fetched: nothing left to write
+	cut               error // why a streamed answer ended before its end
 	// For the request's log line and metrics:
 	asked       string        // the instance name asked for, authenticated or not
 	refusedByDB bool          // the database's own refusal, in ex_execsql
@@ -28,7 +31,8 @@ type outcome struct {
 	tripped     bool          // this request's outcome opened the instance's breaker
 	instance    string
 	clave       string
-	tokenID     string // the token's id once its MAC holds; never the token
+	claves      []string // a batch's, in order
+	tokenID     string   // the token's id once its MAC holds; never the token
 }
 
 // RefusalBody is the body of a refusal, as every part of the service that
@@ -73,6 +77,9 @@ func (o outcome) write(w http.ResponseWriter) {
 	}
 	if o.replayed {
 		h.Set("Idempotent-Replayed", "true")
+	}
+	if o.preferenceApplied != "" {
+		h.Set("Preference-Applied", o.preferenceApplied)
 	}
 	if o.challenge {
 		h.Set("WWW-Authenticate", `Bearer realm="erp-gateway"`)

@@ -38,12 +38,7 @@ func TestREADMEExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	inst.Connection = fbtest.Demo(t)
-	// The Set_Terceros example creates this third party; start without it so
-	// the test can run again on the same database.
-	admin := fbtest.Open(t, fbtest.Admin(t, inst.Connection))
-	if _, err := admin.ExecContext(context.Background(), "DELETE FROM TERCEROS WHERE CODIGO = '901234567'"); err != nil {
-		t.Fatal(err)
-	}
+	fbtest.ReadmeStart(t, inst.Connection)
 	// Served with the demo catalog, as make run serves it.
 	cat, err := catalog.LoadFile("../../infra/catalog.demo.json")
 	if err != nil {
@@ -56,6 +51,10 @@ func TestREADMEExamples(t *testing.T) {
 		req := httptest.NewRequest(http.MethodPost, p, strings.NewReader(body))
 		req.Header.Set("Authorization", auth)
 		req.Header.Set("Content-Type", "application/json")
+		for _, h := range ex.Headers {
+			name, value, _ := strings.Cut(h, ": ")
+			req.Header.Add(name, value)
+		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		if got := rec.Body.String(); got != want {

@@ -109,6 +109,9 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) outcome {
 		if denied != nil {
 			return *denied
 		}
+		// Who writes, for the ERP's triggers (erp.Origin).
+		ids, _ := requestIDsOf(r.Context())
+		r = r.WithContext(erp.WithOrigin(r.Context(), erp.Origin{TokenID: grant.TokenID, RequestID: ids.API}))
 		o := rt.serve(h, w, r, caller{target: erp.Target{Instance: instance, Connection: inst.Connection}, keys: inst.Idempotency, grant: grant})
 		o.instance = instance
 		o.tokenID = grant.TokenID
@@ -120,15 +123,20 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) outcome {
 // execute reads, validates and runs a request to endpoint; a read's answer
 // may stream to w.
 func (h *Handler) execute(w http.ResponseWriter, r *http.Request, c caller, endpoint catalog.Endpoint) outcome {
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, h.cfg.MaxBody))
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, max(h.cfg.MaxBody, h.cfg.BatchBody)))
 	var tooBig *http.MaxBytesError
+	batch := catalog.IsBatch(body)
 	switch {
-	case errors.As(err, &tooBig):
+	case errors.As(err, &tooBig) && batch:
+		return refusal(erp.CodeTooLarge, fmt.Sprintf("the batch's body is larger than %d bytes; send its calls in several batches", h.cfg.BatchBody))
+	case errors.As(err, &tooBig) || !batch && int64(len(body)) > h.cfg.MaxBody:
 		return refusal(erp.CodeTooLarge, fmt.Sprintf("the body is larger than %d bytes", h.cfg.MaxBody))
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return refusal(erp.CodeBodyTimeout, "the body did not arrive in time")
 	case err != nil:
 		return refusal(erp.CodeNotObject, "the body could not be read")
+	case batch:
+		return h.batch(r, c, endpoint, body)
 	}
 	call, bad := h.catalog.Parse(endpoint, body)
 	if call.Op != nil {

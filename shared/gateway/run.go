@@ -10,6 +10,7 @@ import (
 
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/erp"
+	"github.com/erp-gateway/gateway/shared/firebird"
 	"github.com/erp-gateway/gateway/shared/record"
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
@@ -291,16 +292,19 @@ func retrySeconds(d time.Duration) int { return int((d + time.Second - 1) / time
 
 func (h *Handler) call(ctx context.Context, t erp.Target, w *work) error {
 	op, args := w.call.Op, w.call.Args
-	rb := op.ReadBack
-	switch {
-	case rb == nil:
+	if op.Endpoint == catalog.ExecuteQuery {
 		return h.db.Read(ctx, t, op.Procedure, args, w.out)
-	case w.key != nil:
+	}
+	fw := firebird.Write{Procedure: op.Procedure, Args: args}
+	if rb := op.ReadBack; rb != nil {
+		fw.ReadBack, fw.ReadArgs = rb.Procedure, w.call.ReadBackArgs()
+	}
+	if w.key != nil {
 		var err error
-		w.kept, w.replayed, err = h.db.WriteOnce(ctx, t, op.Procedure, args, rb.Procedure, w.call.ReadBackArgs(), w.out, *w.key)
+		w.kept, w.replayed, err = h.db.WriteOnce(ctx, t, fw, w.out, *w.key)
 		return err
 	}
-	return h.db.Write(ctx, t, op.Procedure, args, rb.Procedure, w.call.ReadBackArgs(), w.out)
+	return h.db.Write(ctx, t, fw, w.out)
 }
 
 func (h *Handler) refreshed(ctx context.Context, t erp.Target) (tenants.Instance, bool) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/firebird"
 	"github.com/erp-gateway/gateway/shared/record"
 )
 
@@ -127,9 +128,9 @@ func FuzzDecode(f *testing.F) {
 // arguments and values to return, with more arguments than inputs, and
 // keeping the answer.
 func TestKeyedBlock(t *testing.T) {
-	head := "EXECUTE BLOCK (GATEWAY$K0 TYPE OF COLUMN GATEWAY_IDEMPOTENCY.SCOPE = ?, GATEWAY$K1 TYPE OF COLUMN GATEWAY_IDEMPOTENCY.IDEM_KEY = ?, " +
+	head := "EXECUTE BLOCK (GATEWAY$TOKEN_ID VARCHAR(255) = ?, GATEWAY$REQUEST_ID VARCHAR(255) = ?, GATEWAY$K0 TYPE OF COLUMN GATEWAY_IDEMPOTENCY.SCOPE = ?, GATEWAY$K1 TYPE OF COLUMN GATEWAY_IDEMPOTENCY.IDEM_KEY = ?, " +
 		"GATEWAY$K2 TYPE OF COLUMN GATEWAY_IDEMPOTENCY.CLAVE = ?, GATEWAY$K3 TYPE OF COLUMN GATEWAY_IDEMPOTENCY.REQUEST_HASH = ?, GATEWAY$K4 TYPE OF COLUMN GATEWAY_IDEMPOTENCY.CREATED_AT = ?"
-	claim := "BEGIN\n  INSERT INTO GATEWAY_IDEMPOTENCY (SCOPE, IDEM_KEY, CLAVE, REQUEST_HASH, CREATED_AT) VALUES (:GATEWAY$K0, :GATEWAY$K1, :GATEWAY$K2, :GATEWAY$K3, :GATEWAY$K4);\n"
+	claim := "BEGIN\n" + "  GATEWAY$SET = RDB$SET_CONTEXT('USER_TRANSACTION', 'GATEWAY_TOKEN_ID', :GATEWAY$TOKEN_ID);\n  GATEWAY$SET = RDB$SET_CONTEXT('USER_TRANSACTION', 'GATEWAY_REQUEST_ID', :GATEWAY$REQUEST_ID);\n" + "  INSERT INTO GATEWAY_IDEMPOTENCY (SCOPE, IDEM_KEY, CLAVE, REQUEST_HASH, CREATED_AT) VALUES (:GATEWAY$K0, :GATEWAY$K1, :GATEWAY$K2, :GATEWAY$K3, :GATEWAY$K4);\n"
 	one := catalog.Procedure{Outputs: []catalog.DBParam{{Name: "CODIGO", Domain: "RDB$9", Type: "DOUBLE PRECISION"}}}
 	tests := []struct {
 		name           string
@@ -137,26 +138,27 @@ func TestKeyedBlock(t *testing.T) {
 		proc, readBack catalog.Procedure
 		want           string
 	}{
-		{"no arguments", write{procedure: "P", readBack: "R"}, catalog.Procedure{}, one,
-			head + ")\nRETURNS (CODIGO TYPE OF RDB$9)\nAS\n" + claim + "  EXECUTE PROCEDURE P;\n  FOR SELECT * FROM R INTO :CODIGO DO SUSPEND;\nEND"},
-		{"arguments and values", write{procedure: "P", readBack: "R", args: []any{1, 2}, readArgs: []any{1}},
+		{"no arguments", write{Write: firebird.Write{Procedure: "P", ReadBack: "R"}}, catalog.Procedure{}, one,
+			head + ")\nRETURNS (CODIGO TYPE OF RDB$9)\nAS\nDECLARE GATEWAY$SET INTEGER;\n" + claim + "  EXECUTE PROCEDURE P;\n  FOR SELECT * FROM R INTO :CODIGO DO SUSPEND;\nEND"},
+		{"arguments and values", write{Write: firebird.Write{Procedure: "P", ReadBack: "R", Args: []any{1, 2}, ReadArgs: []any{1}}},
 			catalog.Procedure{Inputs: []catalog.DBParam{{Name: "A", Domain: "RDB$1"}, {Name: "B", Domain: "d"}}, Outputs: []catalog.DBParam{{Name: "X", Domain: "RDB$3"}}},
 			catalog.Procedure{Inputs: []catalog.DBParam{{Name: "A", Domain: "RDB$8"}}, Outputs: []catalog.DBParam{{Name: "CODIGO", Domain: "RDB$9"}, {Name: "name", Domain: "RDB$10"}}},
 			head + ", GATEWAY$P0 TYPE OF RDB$1 = ?, GATEWAY$P1 TYPE OF \"d\" = ?, GATEWAY$R0 TYPE OF RDB$8 = ?)\n" +
-				"RETURNS (CODIGO TYPE OF RDB$9, \"name\" TYPE OF RDB$10)\nAS\nDECLARE GATEWAY$O0 TYPE OF RDB$3;\n" + claim +
+				"RETURNS (CODIGO TYPE OF RDB$9, \"name\" TYPE OF RDB$10)\nAS\nDECLARE GATEWAY$SET INTEGER;\nDECLARE GATEWAY$O0 TYPE OF RDB$3;\n" + claim +
 				"  EXECUTE PROCEDURE P(:GATEWAY$P0, :GATEWAY$P1) RETURNING_VALUES :GATEWAY$O0;\n" +
 				"  FOR SELECT * FROM R(:GATEWAY$R0) INTO :CODIGO, :\"name\" DO SUSPEND;\nEND"},
-		{"an argument too many", write{procedure: "P", readBack: "R", args: []any{1}}, catalog.Procedure{}, one,
-			head + ", GATEWAY$P0 INTEGER = ?)\nRETURNS (CODIGO TYPE OF RDB$9)\nAS\n" + claim + "  EXECUTE PROCEDURE P(:GATEWAY$P0);\n  FOR SELECT * FROM R INTO :CODIGO DO SUSPEND;\nEND"},
-		{"keeping the answer", write{procedure: "P", readBack: "R", readArgs: []any{1}, keep: true}, catalog.Procedure{},
+		{"an argument too many", write{Write: firebird.Write{Procedure: "P", ReadBack: "R", Args: []any{1}}}, catalog.Procedure{}, one,
+			head + ", GATEWAY$P0 INTEGER = ?)\nRETURNS (CODIGO TYPE OF RDB$9)\nAS\nDECLARE GATEWAY$SET INTEGER;\n" + claim + "  EXECUTE PROCEDURE P(:GATEWAY$P0);\n  FOR SELECT * FROM R INTO :CODIGO DO SUSPEND;\nEND"},
+		{"keeping the answer", write{Write: firebird.Write{Procedure: "P", ReadBack: "R", ReadArgs: []any{1}}, keep: true}, catalog.Procedure{},
 			catalog.Procedure{Inputs: []catalog.DBParam{{Name: "A", Domain: "RDB$8"}}, Outputs: []catalog.DBParam{{Name: "CODIGO", Domain: "RDB$9", Type: "VARCHAR", Charset: "UTF8", Chars: 15}, {Name: "it's", Domain: "RDB$10", Type: "INTEGER"}}},
 			head + ", GATEWAY$R0 TYPE OF RDB$8 = ?)\n" +
 				"RETURNS (CODIGO TYPE OF RDB$9, \"it's\" TYPE OF RDB$10, GATEWAY$KEPT SMALLINT)\n" +
 				"AS\n" +
+				"DECLARE GATEWAY$SET INTEGER;\n" +
 				"DECLARE GATEWAY$A VARCHAR(8000) CHARACTER SET OCTETS;\n" +
 				"DECLARE GATEWAY$V VARCHAR(32765) CHARACTER SET OCTETS;\n" +
 				"DECLARE GATEWAY$ROW CHAR(8) CHARACTER SET OCTETS;\n" +
-				"BEGIN\n" +
+				"BEGIN\n" + "  GATEWAY$SET = RDB$SET_CONTEXT('USER_TRANSACTION', 'GATEWAY_TOKEN_ID', :GATEWAY$TOKEN_ID);\n  GATEWAY$SET = RDB$SET_CONTEXT('USER_TRANSACTION', 'GATEWAY_REQUEST_ID', :GATEWAY$REQUEST_ID);\n" +
 				"  INSERT INTO GATEWAY_IDEMPOTENCY (SCOPE, IDEM_KEY, CLAVE, REQUEST_HASH, CREATED_AT) VALUES (:GATEWAY$K0, :GATEWAY$K1, :GATEWAY$K2, :GATEWAY$K3, :GATEWAY$K4) RETURNING RDB$DB_KEY INTO :GATEWAY$ROW;\n" +
 				"  EXECUTE PROCEDURE P;\n" +
 				"  GATEWAY$A = 'K1;t6:CODIGOi4:it''s';\n" +
@@ -174,7 +176,7 @@ func TestKeyedBlock(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got, _ := tt.w.block(tt.proc, tt.readBack); got != tt.want {
+			if got, _ := firebird.WriteBlock(tt.w.Procedure, len(tt.w.Args), tt.w.ReadBack, len(tt.w.ReadArgs), tt.proc, tt.readBack, tt.w.parts(tt.proc, tt.readBack)); got != tt.want {
 				t.Fatalf("\n%s\nwant\n%s", got, tt.want)
 			}
 		})

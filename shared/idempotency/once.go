@@ -83,11 +83,54 @@ func (d *Database) Describe(ctx context.Context, t erp.Target, names []string, k
 // whose key is kept gets the kept answer and runs nothing; one whose key
 // another request holds waits for that request's end, and then replays or
 // runs; still held when only the reserve is left, erp.ErrKeyInProgress.
-func (d *Database) WriteOnce(ctx context.Context, t erp.Target, procedure string, args []any, readBack string, readArgs []any, out *record.Encoder, k erp.Key) (answer []byte, replayed bool, err error) {
-	w := write{procedure: procedure, args: args, readBack: readBack, readArgs: readArgs,
-		keep: strings.EqualFold(cmp.Or(t.Connection.Charset, erp.DefaultCharset), "UTF8")}
+func (d *Database) WriteOnce(ctx context.Context, t erp.Target, fw firebird.Write, out *record.Encoder, k erp.Key) (answer []byte, replayed bool, err error) {
+	w := write{Write: fw, keep: strings.EqualFold(cmp.Or(t.Connection.Charset, erp.DefaultCharset), "UTF8")}
+	return d.once(ctx, t, k, out, func(ctx context.Context) (found, error) { return d.write(ctx, t, w, k, out) }, out.Finish)
+}
+
+// BatchOnce runs body, a batch's calls, in one read-write transaction with
+// the key k claimed first and answer() kept under it before the commit: the
+// batch and its key commit together or not at all, and a replay answers the
+// whole batch as it was first answered. A body that returns an error (a
+// call refused: firebird.ErrRollback) keeps nothing; the error is returned.
+// The claim and the keeping cost a round trip each.
+func (d *Database) BatchOnce(ctx context.Context, t erp.Target, k erp.Key, body func(context.Context, *firebird.Session) error, answer func() []byte) ([]byte, bool, error) {
+	run := func(ctx context.Context) (found, error) {
+		got := ran
+		err := d.Transact(ctx, t, firebird.ReadWrite, nil, func(ctx context.Context, s *firebird.Session) error {
+			wait, cancel := reserved(ctx)
+			defer cancel()
+			err := s.Exec(wait, claimSQL, []any{k.Scope, k.Key, k.Clave, k.Fingerprint, time.Now().UTC()})
+			switch {
+			case firebird.Duplicate(err, KeyTable):
+				got = taken
+				return firebird.ErrRollback
+			case err != nil && wait.Err() != nil && ctx.Err() == nil:
+				got = outwaited
+				return firebird.ErrRollback
+			case err != nil:
+				return err
+			}
+			if err := body(ctx, s); err != nil {
+				return err
+			}
+			a, keep := answer(), keepSQL
+			if len(a) > inlineMax {
+				keep = keepLongSQL
+			}
+			return s.Exec(ctx, keep, []any{a, k.Scope, k.Key})
+		})
+		return got, err
+	}
+	return d.once(ctx, t, k, nil, run, answer)
+}
+
+// once runs run, which claims k, until the key's answer is known: run's
+// own (answer()), or the one kept before, decoded into out when it was
+// kept in the block's form.
+func (d *Database) once(ctx context.Context, t erp.Target, k erp.Key, out *record.Encoder, run func(context.Context) (found, error), answer func() []byte) ([]byte, bool, error) {
 	for attempt := 0; ; attempt++ {
-		got, err := d.write(ctx, t, w, k, out)
+		got, err := run(ctx)
 		if got == outwaited {
 			got, err = d.probe(ctx, t, k)
 		}
@@ -95,7 +138,7 @@ func (d *Database) WriteOnce(ctx context.Context, t erp.Target, procedure string
 		case ran:
 			if err == nil {
 				d.sweepIfDue(ctx, t, k.TTL)
-				return out.Finish(), false, nil
+				return answer(), false, nil
 			}
 			return nil, false, err
 		case free:
@@ -116,7 +159,7 @@ func (d *Database) WriteOnce(ctx context.Context, t erp.Target, procedure string
 			return nil, false, fmt.Errorf("%w: taken and gone twice", erp.ErrKeyInProgress)
 		case fingerprint != k.Fingerprint:
 			return nil, false, erp.ErrKeyReused
-		case bytes.HasPrefix(kept, []byte(keptMark)):
+		case bytes.HasPrefix(kept, []byte(keptMark)) && out != nil:
 			if err := decode(kept, out); err != nil {
 				return nil, false, err
 			}
@@ -135,18 +178,13 @@ func (d *Database) WriteOnce(ctx context.Context, t erp.Target, procedure string
 // (probe).
 func (d *Database) write(ctx context.Context, t erp.Target, w write, k erp.Key, out *record.Encoder) (found, error) {
 	got := ran
-	argv := append(append([]any{k.Scope, k.Key, k.Clave, k.Fingerprint, time.Now().UTC()}, w.args...), w.readArgs...)
-	procs := []string{strings.ToUpper(w.procedure), strings.ToUpper(w.readBack)}
+	claim := []any{k.Scope, k.Key, k.Clave, k.Fingerprint, time.Now().UTC()}
 	err := d.Transact(ctx, t, firebird.ReadWrite, out, func(ctx context.Context, s *firebird.Session) error {
 		wait, cancel := reserved(ctx)
 		defer cancel()
-		last, err := s.Block(wait, "keyed "+w.procedure+" "+w.readBack, procs, func(sigs map[string]catalog.Procedure) (string, int) {
-			text, keeps := w.block(sigs[procs[0]], sigs[procs[1]])
-			if keeps {
-				return text, 1
-			}
-			return text, 0
-		}, argv, out)
+		last, err := s.Write(wait, "keyed", w.Write, func(proc, rb catalog.Procedure) firebird.WriteParts {
+			return w.parts(proc, rb)
+		}, claim, out)
 		switch {
 		case firebird.Duplicate(err, KeyTable):
 			got = taken

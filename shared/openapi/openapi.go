@@ -27,6 +27,7 @@ type Input struct {
 	Class      string // the interface-class path segment
 	Server     string // base URL, e.g. http://127.0.0.1:3000
 	Examples   []Example
+	BatchMax   int // the most calls of a batch (GATEWAY_BATCH_MAX)
 }
 
 // Example is one request and its answer, as the README shows them.
@@ -37,6 +38,8 @@ type Example struct {
 	Request       string
 	Status        int
 	Answer        string
+	// Headers are the example's other headers, each "Name: value".
+	Headers []string
 }
 
 // obj is a JSON object whose keys keep their order: the order of a row's
@@ -94,7 +97,8 @@ func Document(in Input) ([]byte, error) {
 		kv{"Refusal", obj{
 			{"description", "A request the gateway refused before or instead of running it; the codes are in the README, \"Error codes\"."},
 			{"type", "object"}, {"required", []string{"cod_error", "ex_execsql"}}, {"additionalProperties", false},
-			{"properties", obj{{"cod_error", obj{{"type", "integer"}, {"minimum", erp.Codes()[1].Code} /* the table is in order, success first */}}, {"ex_execsql", obj{{"type", "string"}}}}},
+			{"properties", obj{{"cod_error", obj{{"type", "integer"}, {"minimum", erp.Codes()[1].Code} /* the table is in order, success first */}}, {"ex_execsql", obj{{"type", "string"}}},
+				{"index", obj{{"type", "integer"}, {"minimum", 0}, {"description", "A batch refused before it ran: the call (from 0) the refusal is about, also named in ex_execsql."}}}}},
 		}},
 		kv{"Health", obj{
 			{"type", "object"}, {"required", []string{"cod_error", "status"}},
@@ -174,17 +178,37 @@ func operation(in Input, endpoint catalog.Endpoint, ops obj) obj {
 		reqExamples = append(reqExamples, kv{name, obj{{"value", json.RawMessage(ex.Request)}}})
 		ansExamples = append(ansExamples, kv{name, obj{{"value", json.RawMessage(ex.Answer)}}})
 	}
-	reqMedia := obj{{"schema", obj{{"oneOf", requests}, {"discriminator", obj{{"propertyName", "CLAVE"}, {"mapping", mapping}}}}}}
+	single := obj{{"oneOf", requests}, {"discriminator", obj{{"propertyName", "CLAVE"}, {"mapping", mapping}}}}
+	batchCalls := "reads, in one snapshot: all see the same moment, each answers on its own"
+	if endpoint == catalog.Execute {
+		// A batch on execute may read what its writes wrote.
+		for _, clave := range in.Catalog.Claves() {
+			if op, _ := in.Catalog.Lookup(clave); op.Endpoint == catalog.ExecuteQuery {
+				requests = append(requests, ref(clave+".request"))
+				answers = append(answers, ref(clave+".answer"))
+			}
+		}
+		batchCalls = "writes and reads, in order, in one transaction committed only when every call succeeded"
+	}
+	batch := obj{{"type", "array"}, {"minItems", 1}, {"maxItems", in.BatchMax},
+		{"description", "A batch (README, \"Batches\"): " + batchCalls + ". A parameter's value may be {\"$from\": i, \"$field\": \"NAME\"}: column NAME of the first row of call i's answer (i from 0, an earlier call)."},
+		{"items", obj{{"oneOf", requests}}}}
+	reqMedia := obj{{"schema", obj{{"oneOf", []obj{single, batch}}}}}
 	reqMedia = append(reqMedia, kv{"examples", reqExamples})
-	ok := answer(200, "The procedure's rows (`data`, each row's keys in the procedure's output order), or the database's refusal (`ex_execsql`).", ansExamples, answers...)
+	elements := append(append([]obj(nil), answers...), ref("Refusal"))
+	answers = append(answers, obj{{"type", "array"}, {"description", "A batch's answer: one element per call, in order, each in the single call's shape; a failed batch's elements carry no data (codes 1501-1503)."}, {"items", obj{{"anyOf", elements}}}})
+	ok := answer(200, "The procedure's rows (`data`, each row's keys in the procedure's output order), or the database's refusal (`ex_execsql`); for a batch, an array of them.", ansExamples, answers...)
 	summary, scope := "Run a read operation (a selectable procedure)", erp.ScopeEdge|erp.ScopeInstance|erp.ScopeBody|erp.ScopeDatabase
 	params := pathParams(in.Class)
 	if endpoint == catalog.Execute {
-		summary, scope = "Run a write operation (an executable procedure, answered by its read-back)", scope|erp.ScopeWrite
+		summary, scope = "Run a write operation (an executable procedure, answered by its read-back or its outputs)", scope|erp.ScopeWrite
 		params = append(params, obj{{"name", "Idempotency-Key"}, {"in", "header"}, {"required", false},
 			{"description", "Makes the write safe to retry: the same key with the same request answers the first answer, byte for byte, and writes nothing again (README, \"Writes that are safe to retry\"). Only on instances that keep keys."},
 			{"schema", obj{{"type", "string"}, {"minLength", 1}, {"maxLength", erp.MaxKeyLength}, {"pattern", `^[\x20-\x7e]+$`}}}})
-		ok = withHeader(ok, "Idempotent-Replayed")
+		params = append(params, obj{{"name", "Prefer"}, {"in", "header"}, {"required", false},
+			{"description", "tx=rollback (RFC 7240): a dry run. Everything runs and answers as it would, then is rolled back; numbers a generator handed out are used up, so they differ from a real run's. Refused with an Idempotency-Key (1405)."},
+			{"schema", obj{{"type", "string"}}}})
+		ok = withHeader(withHeader(ok, "Idempotent-Replayed"), "Preference-Applied")
 	}
 	return obj{
 		{"operationId", string(endpoint)},
@@ -360,18 +384,23 @@ func claveOf(body string) string {
 // ExamplesFromREADME reads the README's curl examples and their answers, as
 // the tests that replay them and the document's examples take them.
 func ExamplesFromREADME(readme []byte) []Example {
-	pair := regexp.MustCompile("(?s)```sh\ncurl -s -H 'Authorization: (Bearer \\S+)' -H 'Content-Type: application/json' http://127.0.0.1:3000(/\\S+/(executequery|execute)) \\\\\n  -d '([^']*)'\n```\n```json\n(.*?)\n```")
+	pair := regexp.MustCompile("(?s)```sh\ncurl -s -H 'Authorization: (Bearer \\S+)' -H 'Content-Type: application/json'((?: -H '[^']*')*) http://127.0.0.1:3000(/\\S+/(executequery|execute)) \\\\\n  -d '([^']*)'\n```\n```json\n(.*?)\n```")
+	header := regexp.MustCompile(` -H '([^']*)'`)
 	var out []Example
 	for _, m := range pair.FindAllSubmatch(readme, -1) {
 		status := 200
 		var probe struct {
 			CodError int `json:"cod_error"`
 		}
-		if json.Unmarshal(m[5], &probe) == nil && probe.CodError != 0 {
+		if json.Unmarshal(m[6], &probe) == nil && probe.CodError != 0 {
 			status = erp.Code(probe.CodError).Status()
 		}
-		out = append(out, Example{Authorization: string(m[1]), Path: string(m[2]), Endpoint: catalog.Endpoint(m[3]),
-			Request: string(m[4]), Status: status, Answer: string(m[5])})
+		ex := Example{Authorization: string(m[1]), Path: string(m[3]), Endpoint: catalog.Endpoint(m[4]),
+			Request: string(m[5]), Status: status, Answer: string(m[6])}
+		for _, h := range header.FindAllSubmatch(m[2], -1) {
+			ex.Headers = append(ex.Headers, string(h[1]))
+		}
+		out = append(out, ex)
 	}
 	return slices.Clip(out)
 }

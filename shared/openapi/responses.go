@@ -18,6 +18,7 @@ func headers() obj {
 		{"WWW-Authenticate", obj{{"description", "Bearer realm=\"erp-gateway\": send the instance's token (README, \"Tokens\")."}, {"schema", str}}},
 		{"Retry-After", obj{{"description", "Seconds to wait before trying again, when the gateway knows (a paused instance, the local server's bound)."}, {"schema", obj{{"type", "integer"}, {"minimum", 1}}}}},
 		{"Allow", obj{{"description", "The method the path serves."}, {"schema", str}}},
+		{"Preference-Applied", obj{{"description", "tx=rollback: the request ran as a dry run, and nothing of it was written."}, {"schema", obj{{"const", "tx=rollback"}}}}},
 		{"Idempotent-Replayed", obj{{"description", "true: the answer kept with the request's Idempotency-Key, byte for byte; nothing ran again (README, \"Writes that are safe to retry\")."}, {"schema", obj{{"const", "true"}}}}},
 	}
 }

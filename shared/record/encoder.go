@@ -44,6 +44,7 @@ type Encoder struct {
 	cols    []Column
 	rows    int
 	extra   int // what escaping the buffer as a JSON string adds to it
+	first   []any
 }
 
 // NewEncoder starts an answer with prefix, e.g. `{"cod_error":0,"data":`,
@@ -74,7 +75,7 @@ func (e *Encoder) Reset() {
 	}
 	e.extra -= stringExtra(e.buf[e.prefix:])
 	e.buf = e.buf[:e.prefix]
-	e.cols, e.rows = nil, 0
+	e.cols, e.rows, e.first = nil, 0, nil
 }
 
 // Columns sets the columns of the rows that follow.
@@ -123,6 +124,14 @@ func (e *Encoder) Row(vals []any) error {
 		return ErrTooLarge
 	}
 	e.extra += extra
+	if e.rows == 0 {
+		e.first = make([]any, len(e.cols))
+		for i := range e.first {
+			if i < len(vals) {
+				e.first[i] = own(vals[i])
+			}
+		}
+	}
 	e.rows++
 	if e.spill.To != nil && ((e.spilled && len(e.buf) >= e.spill.Chunk) || len(e.buf) >= e.spill.Above) {
 		err := e.spill.To(e.buf)
@@ -133,6 +142,26 @@ func (e *Encoder) Row(vals []any) error {
 		}
 	}
 	return nil
+}
+
+// First is the value of column name in the first row, as Row got it; ok is
+// false when there is no row or no such column. A batch passes it from one
+// call to the next.
+func (e *Encoder) First(name string) (v any, ok bool) {
+	for i, c := range e.cols {
+		if c.Name == name && e.first != nil {
+			return e.first[i], true
+		}
+	}
+	return nil, false
+}
+
+// own is v, or a copy of it when the caller may reuse its bytes.
+func own(v any) any {
+	if b, ok := v.([]byte); ok {
+		return append([]byte(nil), b...)
+	}
+	return v
 }
 
 // tooLarge tells, before a long value is encoded, that it cannot fit: a BLOB

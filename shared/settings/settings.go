@@ -24,6 +24,9 @@ const (
 	EnvStmtMaxAge        = "GATEWAY_STMT_MAX_AGE"
 	EnvConnMaxIdle       = "GATEWAY_CONN_MAX_IDLE"
 	EnvMaxBody           = "GATEWAY_MAX_BODY"
+	EnvBatchMax          = "GATEWAY_BATCH_MAX"
+	EnvBatchBody         = "GATEWAY_BATCH_BODY"
+	EnvBatchTimeout      = "GATEWAY_BATCH_TIMEOUT"
 	EnvCatalog           = "GATEWAY_CATALOG"
 	EnvMaxAnswer         = "GATEWAY_MAX_ANSWER"
 	EnvResponseStreaming = "GATEWAY_RESPONSE_STREAMING"
@@ -50,6 +53,8 @@ type Settings struct {
 	Class, ErrorPrefix                 string
 	DBTimeout, StmtMaxAge, ConnMaxIdle time.Duration
 	MaxBody                            int
+	BatchMax, BatchBody                int
+	BatchTimeout                       time.Duration
 	Catalog                            string
 	MaxAnswer                          int
 	ResponseStreaming                  bool
@@ -101,6 +106,9 @@ func table(s *Settings) []setting {
 		{EnvStmtMaxAge, "60s", duration(&s.StmtMaxAge, 0), "How often each pool checks whether a procedure changed: an altered procedure is served within this time."},
 		{EnvConnMaxIdle, "240s", duration(&s.ConnMaxIdle, 0), "How long a connection may sit idle before it is pinged on its next use."},
 		{EnvMaxBody, "65536", size(&s.MaxBody, 0), "The largest request body."},
+		{EnvBatchMax, "100", count(&s.BatchMax), "The most calls a batch may hold."},
+		{EnvBatchBody, "1048576", size(&s.BatchBody, 0), "The largest body of a batch."},
+		{EnvBatchTimeout, "25s", duration(&s.BatchTimeout, 0), "The deadline of a whole batch, all its calls and its transaction."},
 		{EnvCatalog, "", text(&s.Catalog), "A catalog file to serve instead of the built-in one."},
 		{EnvMaxAnswer, "6275072", size(&s.MaxAnswer, 6_275_072), "The largest answer sent whole, counted as Lambda counts it."},
 		{EnvResponseStreaming, "false", boolean(&s.ResponseStreaming), "Whether a Lambda's integration streams, and so its reads' answers may."},
@@ -185,6 +193,15 @@ func size(dst *int, most int) form {
 		n, err := strconv.Atoi(v)
 		*dst = n
 		return err == nil && n > 0 && (most == 0 || n <= most)
+	}}
+}
+
+// count reads a positive whole number.
+func count(dst *int) form {
+	return form{want: "a positive whole number", parse: func(v string) bool {
+		n, err := strconv.Atoi(v)
+		*dst = n
+		return err == nil && n > 0
 	}}
 }
 
