@@ -133,6 +133,8 @@ bench: test-db
 	@FB_TEST_SYSDBA_PASSWORD=$$($(FB) sysdba) go test -run '^$$' -bench Write -benchtime 3000x -count $(or $(COUNT),3) ./shared/gateway/ | tee -a bin/bench.txt
 	@awk '/GetReferencias\/raw-2/ {r+=$$3; nr++} /GetReferencias\/raw-deadline/ {d+=$$3; nd++} /GetReferencias\/handler/ {h+=$$3; nh++} \
 	  END {printf "handler / raw = %.2fx; handler / raw-with-deadline = %.2fx (mean of %d runs each)\n", (h/nh)/(r/nr), (h/nh)/(d/nd), nh}' bin/bench.txt
+	@awk '/BenchmarkBatch\/raw-100/ {r+=$$3; nr++} /BenchmarkBatch\/batch-100/ {h+=$$3; nh++} \
+	  END {if (nh) printf "100 reads: one batch / the raw driver'"'"'s 100 prepared executes = %.2fx (mean of %d runs each)\n", (h/nh)/(r/nr), nh}' bin/bench.txt
 	@awk '/BenchmarkBigRead/ {for (i = 3; i < NF; i++) if ($$(i+1) == "streamed/whole-throughput") {t += $$i; n++}} \
 	  END {if (n) printf "20,000-row read at 4 clients: streamed / sent whole = %.2fx throughput (mean of %d runs)\n", t/n, n}' bin/bench.txt
 	@for w in terceros pago; do awk -v w=$$w '$$1 ~ "BenchmarkWrite/"w {for (i = 3; i < NF; i++) {if ($$(i+1) == "keyed/unkeyed-time") {t += $$i; n++} if ($$(i+1) == "keyed/unkeyed-cpu") c += $$i}} \

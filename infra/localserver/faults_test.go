@@ -20,11 +20,13 @@ import (
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
-// TestKeyedWritesSurviveKills: keyed inserts at 8 clients while Firebird is
-// killed (kill -9) twice and the local server once. Every answer that is not
-// final (503, 409, no answer) is sent again with the same key until it is:
-// each third party then exists exactly once, no client sees its own write as
-// "YA EXISTE", and the gateway leaves no transaction of consequence behind.
+// TestKeyedWritesSurviveKills: keyed inserts at 8 clients, every other one a
+// document (a batch: a third party, an order for it and two lines), while
+// Firebird is killed (kill -9) twice and the local server once. Every answer
+// that is not final (503, 409, no answer) is sent again with the same key
+// until it is: each third party then exists exactly once, each document
+// whole and once, no client sees its own write as "YA EXISTE", and the
+// gateway leaves no transaction of consequence behind.
 func TestKeyedWritesSurviveKills(t *testing.T) {
 	cfg := fbtest.Demo(t)
 	fbtest.KeyTable(t, cfg)
@@ -51,7 +53,7 @@ func TestKeyedWritesSurviveKills(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		cmd = exec.Command(bin, "-addr", addr, "-instances", instancesPath, "-access", access)
-		cmd.Env = append(os.Environ(), "GATEWAY_DB_TIMEOUT=3s")
+		cmd.Env = append(os.Environ(), "GATEWAY_DB_TIMEOUT=3s", "GATEWAY_BATCH_TIMEOUT=3s", "GATEWAY_CATALOG=../catalog.demo.json")
 		cmd.Stdout, cmd.Stderr = logs, logs
 		if err := cmd.Start(); err != nil {
 			t.Error(err)
@@ -85,7 +87,10 @@ func TestKeyedWritesSurviveKills(t *testing.T) {
 			for i := range each {
 				code := fmt.Sprintf("K%d%d%02d", run, c, i)
 				codes[c] = append(codes[c], code)
-				body := fbtest.SetTerceros(code, "Kill")
+				body, answered := fbtest.SetTerceros(code, "Kill"), `{"cod_error":0,"data":[{"CODIGO":"`+code+`"`
+				if i%2 == 1 {
+					body, answered = fbtest.Document(code), `[{"cod_error":0,"data":[{"CODIGO":"`+code+`"`
+				}
 				for attempt := 0; ; attempt++ {
 					if ctx.Err() != nil {
 						failures.Store(code, "never got a final answer")
@@ -106,7 +111,7 @@ func TestKeyedWritesSurviveKills(t *testing.T) {
 					case err != nil, status == 503, status == 409, status == 429:
 						time.Sleep(100 * time.Millisecond)
 						continue
-					case status == 200 && strings.Contains(answer, `"data":[{"CODIGO":"`+code+`"`):
+					case status == 200 && strings.HasPrefix(answer, answered) && !strings.Contains(answer, `"cod_error":15`):
 					case strings.Contains(answer, "YA EXISTE"):
 						yaExiste.Add(1)
 						failures.Store(code, answer)
@@ -142,9 +147,12 @@ func TestKeyedWritesSurviveKills(t *testing.T) {
 		t.Errorf("%d clients saw their own write as YA EXISTE", yaExiste.Load())
 	}
 	for _, cs := range codes {
-		for _, code := range cs {
+		for i, code := range cs {
 			if n := fbtest.ThirdParties(t, admin, code); n != 1 {
 				t.Errorf("%s exists %d times, want once", code, n)
+			}
+			if orders, lines := fbtest.DocumentRows(t, admin, code); i%2 == 1 && (orders != 1 || lines != 2) {
+				t.Errorf("document %s: %d orders and %d lines, want 1 and 2", code, orders, lines)
 			}
 		}
 	}

@@ -237,12 +237,12 @@ func ThirdParties(t testing.TB, admin *sql.DB, code string) int {
 	return 0
 }
 
-func scalar(t testing.TB, db *sql.DB, query string) int {
+func scalar(t testing.TB, db *sql.DB, query string, args ...any) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var n int
-	if err := db.QueryRowContext(ctx, query).Scan(&n); err != nil {
+	if err := db.QueryRowContext(ctx, query, args...).Scan(&n); err != nil {
 		t.Fatalf("%s: %v", query, err)
 	}
 	return n
@@ -324,4 +324,20 @@ func ReadmeStart(t testing.TB, cfg erp.Connection) {
 	t.Helper()
 	Setup(t, cfg, "DELETE FROM TERCEROS WHERE CODIGO = '901234567'", "DELETE FROM PEDIDOS_LINEAS", "DELETE FROM PEDIDOS",
 		"ALTER SEQUENCE GEN_PEDIDOS RESTART WITH 0")
+}
+
+// Document is a batch (served by infra/catalog.demo.json): a new third
+// party code, an order for it and two lines taking the order's number.
+func Document(code string) string {
+	line := func(ref string) string {
+		return `{"CLAVE":"Set_Pedido_Linea","NUMERO":{"$from":1,"$field":"NUMERO"},"REFERENCIA":"` + ref + `","CANTIDAD":"1"}`
+	}
+	return "[" + SetTerceros(code, "Doc") + `,{"CLAVE":"Set_Pedido","TERCERO":"` + code + `","NOTA":"doc"},` + line("REF0001") + "," + line("REF0002") + "]"
+}
+
+// DocumentRows counts what Document(code) wrote: its orders and their lines.
+func DocumentRows(t testing.TB, admin *sql.DB, code string) (orders, lines int) {
+	t.Helper()
+	return scalar(t, admin, `SELECT COUNT(*) FROM PEDIDOS WHERE TERCERO = ?`, code),
+		scalar(t, admin, `SELECT COUNT(*) FROM PEDIDOS_LINEAS l JOIN PEDIDOS p ON p.NUMERO = l.NUMERO WHERE p.TERCERO = ?`, code)
 }

@@ -154,9 +154,16 @@ func TestBatchWritesADocumentWhole(t *testing.T) {
 	})
 }
 
+// TestBatchReadsSeeOneMoment: a batch of reads answers each read byte for
+// byte as the single read does.
 func TestBatchReadsSeeOneMoment(t *testing.T) {
 	e := demoEnv(t, gateway.Config{})
-	reads := []string{`{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`, `{"CLAVE":"Get_Terceros","CODIGO":"NOEXISTE"}`, `{"CLAVE":"Get_Referencias","CODIGO":"REF0002"}`}
+	// 100 reads, one of them refused by the database.
+	var reads []string
+	for i := range 100 {
+		reads = append(reads, fmt.Sprintf(`{"CLAVE":"Get_Referencias","CODIGO":"REF%04d"}`, i%30+1))
+	}
+	reads[1] = `{"CLAVE":"Get_Terceros","CODIGO":"NOEXISTE"}`
 	var singles []string
 	for _, r := range reads {
 		singles = append(singles, send(t, e.h, "executequery", r).body)
@@ -191,7 +198,11 @@ func TestBatchOfAReadOnlyToken(t *testing.T) {
 }
 
 func TestBatchUnderAnIdempotencyKey(t *testing.T) {
-	e, token, admin := keysEnv(t, true)
+	e, _, admin := keysEnv(t, true)
+	token, id, err := e.acc.Mint("demo", "", erp.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	key := fmt.Sprintf("pedido-%d", time.Now().UnixNano())
 	before := count(t, admin, "SELECT COUNT(*) FROM PEDIDOS")
 	first := send(t, e.h, "execute", order("800000000", "REF0001"), "Authorization", "Bearer "+token, "Idempotency-Key", key)
@@ -202,6 +213,11 @@ func TestBatchUnderAnIdempotencyKey(t *testing.T) {
 	if n := count(t, admin, "SELECT COUNT(*) FROM PEDIDOS") - before; n != 1 {
 		t.Errorf("%d orders written, want 1", n)
 	}
+	// The ERP's trigger saw whose token wrote it, and which request.
+	if n := count(t, admin, "SELECT COUNT(*) FROM AUDITORIA WHERE TOKEN_ID = ? AND REQUEST_ID = ?", id, first.header.Get("X-Request-Id")); n != 1 {
+		t.Errorf("the audit trigger saw token %s and request %s %d times, want once", id, first.header.Get("X-Request-Id"), n)
+	}
+	assertNoOpenWrites(t, admin)
 	other := send(t, e.h, "execute", order("800000000", "REF0002"), "Authorization", "Bearer "+token, "Idempotency-Key", key)
 	if other.status != erp.CodeKeyReused.Status() {
 		t.Errorf("another batch under the key: %d %s", other.status, other.body)

@@ -76,8 +76,57 @@ func BenchmarkGetReferencias(b *testing.B) {
 	})
 }
 
-func rawCall(b *testing.B, ctx context.Context, stmt *sql.Stmt) {
-	rows, err := stmt.QueryContext(ctx, "REF0001")
+// BenchmarkBatch compares 100 reads in one batch through the handler with
+// the raw driver's 100 executes of one prepared statement on one warm
+// connection; `make bench` prints batch/raw.
+func BenchmarkBatch(b *testing.B) {
+	const n = 100
+	codes := make([]string, n)
+	calls := make([]string, n)
+	for i := range n {
+		codes[i] = fmt.Sprintf("REF%04d", i%30+1)
+		calls[i] = `{"CLAVE":"Get_Referencias","CODIGO":"` + codes[i] + `"}`
+	}
+	b.Run("raw-100", func(b *testing.B) {
+		ctx := context.Background()
+		conn, err := fbtest.Open(b, fbtest.Demo(b)).Conn(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer conn.Close()
+		stmt, err := conn.PrepareContext(ctx, "SELECT * FROM REST_SELECT_REFERENCIA(?)")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer stmt.Close()
+		for b.Loop() {
+			for _, code := range codes {
+				rawCallOf(b, ctx, stmt, code)
+			}
+		}
+	})
+	b.Run("batch-100", func(b *testing.B) {
+		e := newEnv(b, gateway.Config{}, map[string]any{"demo": tenants.Instance{Connection: fbtest.Demo(b)}})
+		token := fbtest.Token(b, e.acc, "demo")
+		e.h = gateway.New(gateway.Config{}, e.cat, access.Static(e.acc), e.src, e.db, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+		body := "[" + strings.Join(calls, ",") + "]"
+		p := path("demo", "executequery")
+		for b.Loop() {
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest(http.MethodPost, p, strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+token)
+			e.h.ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK || strings.Count(rec.Body.String(), `"data":[{"CODIGO":"REF`) != n {
+				b.Fatalf("%d %.300s", rec.Code, rec.Body.String())
+			}
+		}
+	})
+}
+
+func rawCall(b *testing.B, ctx context.Context, stmt *sql.Stmt) { rawCallOf(b, ctx, stmt, "REF0001") }
+
+func rawCallOf(b *testing.B, ctx context.Context, stmt *sql.Stmt, code string) {
+	rows, err := stmt.QueryContext(ctx, code)
 	if err != nil {
 		b.Fatal(err)
 	}

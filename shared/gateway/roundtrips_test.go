@@ -102,6 +102,8 @@ func TestRoundTrips(t *testing.T) {
 	write := per(n, func(i int) { post("execute", "", setTerceros(fmt.Sprintf("RT%d-%d", run, i))) }, true)
 	unkeyed := per(n, func(i int) { post("execute", "", pago(fmt.Sprintf("RP%d-%d", run, i), 1)) }, true)
 	keyed := per(n, func(i int) { post("execute", fmt.Sprintf("rt-%d-%d", run, i), pago(fmt.Sprintf("RK%d-%d", run, i), 1)) }, true)
+	document := per(n, func(int) { post("execute", "", order("800000000", "REF0001", "REF0002", "REF0003")) }, true)
+	readBatch := per(n, func(int) { post("executequery", "", "["+referencia+","+referencia+","+referencia+"]") }, true)
 
 	// The raw driver over the same link: a new pool's connect, prepare and
 	// first query, then its best (the prepared statement on its warm
@@ -157,6 +159,8 @@ func TestRoundTrips(t *testing.T) {
 		{"write with its read-back (Set_Terceros)", write, 0, 4},
 		{"write with its read-back (Set_Pago)", unkeyed, 0, 4},
 		{"the same under an Idempotency-Key", keyed, 0, 4},
+		{"a document: a header and three lines in one batch", document, 0, 10},
+		{"three reads in one batch (one snapshot)", readBatch, 0, 8},
 	}
 	t.Logf("round trips per operation, medians of %d (link: %s each way; raw: the driver's prepared statement on a warm connection)", n, linkDelay)
 	t.Logf("%-60s %8s %8s", "operation", "gateway", "raw")
