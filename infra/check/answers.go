@@ -152,6 +152,26 @@ func scales(answer []byte, names, types []string) error {
 	return nil
 }
 
+// batch: the reads in one batch answer an array whose elements are the
+// single answers, byte for byte.
+func (k *checker) batch(ctx context.Context, bodies []string) {
+	var singles [][]byte
+	for _, body := range bodies {
+		_, answer, err := k.post(ctx, "executequery", body, k.c.token)
+		if err != nil {
+			k.report("a batch of the reads above", err)
+			return
+		}
+		singles = append(singles, answer)
+	}
+	status, answer, err := k.post(ctx, "executequery", "["+strings.Join(bodies, ",")+"]", k.c.token)
+	want := append(append([]byte{'['}, bytes.Join(singles, []byte{','})...), ']')
+	if err == nil && (status != 200 || !bytes.Equal(answer, want)) {
+		err = fmt.Errorf("want HTTP 200 and each read's own answer, in order; got HTTP %d %.200s", status, answer)
+	}
+	k.report(fmt.Sprintf("a batch of the %d reads above, one answer each", len(bodies)), err)
+}
+
 // writeRoundTrip inserts a third party with Set_Terceros under an
 // Idempotency-Key, checks the read-back fits its schema, that the same
 // request with the key replays the answer byte for byte, and that the same
@@ -160,7 +180,26 @@ func scales(answer []byte, names, types []string) error {
 func (k *checker) writeRoundTrip(ctx context.Context) {
 	body := `{"CLAVE":"Set_Terceros","CODIGO":"` + k.c.write + `","DV":"0","NATURALEZA":"N","NOM1":"Contrato","APL1":"Prueba","RAZON_COMERCIAL":"Prueba de contrato","DIRECCION":"Calle 1","CODIDENTIDAD":"CC","CODSOCIEDAD":"PN","CODPAIS":"CO","CODMUNICIPIO":"11001"}`
 	key := "make-check-" + k.c.write
-	status, _, answer, err := k.postKeyed(ctx, "execute", body, k.c.token, key)
+	// A dry run and a refused batch first: if either wrote, the write
+	// below would be refused.
+	status, header, answer, err := k.postKeyed(ctx, "execute", body, k.c.token, "", "Prefer", "tx=rollback")
+	if err == nil && (status != 200 || header.Get("Preference-Applied") != "tx=rollback") {
+		err = fmt.Errorf("want HTTP 200 and Preference-Applied: tx=rollback; got HTTP %d (%q) %.200s", status, header.Get("Preference-Applied"), answer)
+	}
+	if err == nil {
+		err = k.fitsAnswer("Set_Terceros", answer)
+	}
+	k.report("Set_Terceros: a dry run (Prefer: tx=rollback) answers and writes nothing", err)
+	status, answer, err = k.post(ctx, "execute", "["+body+","+body+"]", k.c.token)
+	var elems []struct {
+		CodError erp.Code `json:"cod_error"`
+		Ex       string   `json:"ex_execsql"`
+	}
+	if err == nil && (status != 200 || json.Unmarshal(answer, &elems) != nil || len(elems) != 2 || elems[0].CodError != erp.CodeRolledBack || elems[1].CodError != 0 || elems[1].Ex == "") {
+		err = fmt.Errorf("want HTTP 200, the first call rolled back (%d) and the second the database's refusal; got HTTP %d %.300s", erp.CodeRolledBack, status, answer)
+	}
+	k.report("Set_Terceros twice in one batch: the second refused, nothing written", err)
+	status, _, answer, err = k.postKeyed(ctx, "execute", body, k.c.token, key)
 	var refusal struct {
 		CodError erp.Code `json:"cod_error"`
 	}

@@ -118,6 +118,9 @@ func run(ctx context.Context, c config, hc *http.Client, out io.Writer) (int, er
 	for _, body := range c.missing {
 		k.missing(ctx, body)
 	}
+	if len(c.found)+len(c.missing) > 1 {
+		k.batch(ctx, append(append([]string(nil), c.found...), c.missing...))
+	}
 	k.refusals(ctx)
 	if c.write != "" {
 		k.writeRoundTrip(ctx)
@@ -146,7 +149,7 @@ func (k *checker) post(ctx context.Context, endpoint, body, token string) (int, 
 
 // postKeyed is post with an Idempotency-Key when key is not "", answering
 // the response's headers too.
-func (k *checker) postKeyed(ctx context.Context, endpoint, body, token, key string) (int, http.Header, []byte, error) {
+func (k *checker) postKeyed(ctx context.Context, endpoint, body, token, key string, headers ...string) (int, http.Header, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, k.url(endpoint), strings.NewReader(body))
@@ -159,6 +162,9 @@ func (k *checker) postKeyed(ctx context.Context, endpoint, body, token, key stri
 	}
 	if key != "" {
 		req.Header.Set("Idempotency-Key", key)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
 	}
 	resp, err := k.hc.Do(req)
 	if err != nil {

@@ -66,6 +66,8 @@ func (k *checker) refusals(ctx context.Context) {
 		{"read sent to execute", "execute", `{"CLAVE":"` + read + `"}`, k.c.token, erp.CodeWrongEndpoint},
 		{"value too long", "executequery", `{"CLAVE":"` + read + `","` + param + `":"` + strings.Repeat("x", maxLen+1) + `"}`, k.c.token, erp.CodeParamTooLong},
 		{"body not JSON", "executequery", `{"CLAVE":`, k.c.token, erp.CodeNotObject},
+		{"an empty batch", "executequery", `[]`, k.c.token, erp.CodeBatchEmpty},
+		{"a batch's reference to no earlier call", "executequery", `[{"CLAVE":"` + read + `","` + param + `":{"$from":0,"$field":"X"}}]`, k.c.token, erp.CodeReference},
 	}
 	for _, c := range checks {
 		want := c.code.Status()

@@ -134,6 +134,18 @@ func (c *Catalog) parse(endpoint Endpoint, body []byte, index int) (Call, *erp.E
 	}
 
 	call := Call{Op: op, Args: make([]any, len(op.Params))}
+	// References first: a batch that points the wrong way is refused for
+	// that, whatever else its calls lack.
+	for i, p := range op.Params {
+		if raw, ok := fields[p.Name]; ok && isReference(raw) {
+			ref, bad := reference(raw, p.Name, index)
+			if bad != nil {
+				return Call{Op: op}, bad
+			}
+			ref.Param = i
+			call.Refs = append(call.Refs, ref)
+		}
+	}
 	for i, p := range op.Params {
 		raw, ok := fields[p.Name]
 		if !ok || isNull(raw) {
@@ -145,12 +157,6 @@ func (c *Catalog) parse(endpoint Endpoint, body []byte, index int) (Call, *erp.E
 		var s string
 		switch {
 		case isReference(raw):
-			ref, bad := reference(raw, p.Name, index)
-			if bad != nil {
-				return Call{Op: op}, bad
-			}
-			ref.Param = i
-			call.Refs = append(call.Refs, ref)
 			continue
 		case raw[0] == '"':
 			if json.Unmarshal(raw, &s) != nil {

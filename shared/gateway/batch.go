@@ -62,7 +62,7 @@ func (h *Handler) batch(r *http.Request, c caller, endpoint catalog.Endpoint, bo
 		}
 	} else {
 		o = h.runBatch(r.Context(), c, endpoint, calls, key, dry)
-		if dry {
+		if dry && o.status == http.StatusOK {
 			o.preferenceApplied = "tx=rollback"
 		}
 	}

@@ -255,3 +255,27 @@ func TestWriteAnsweredByItsProcedure(t *testing.T) {
 		t.Errorf("%d %s", refused.status, refused.body)
 	}
 }
+
+// TestDryRunOfOneCall: Prefer: tx=rollback on a single write answers as
+// the write would and writes nothing; with a key it is refused.
+func TestDryRunOfOneCall(t *testing.T) {
+	e, token, admin := keysEnv(t, true)
+	before := count(t, admin, "SELECT COUNT(*) FROM PEDIDOS")
+	header := `{"CLAVE":"Set_Pedido","TERCERO":"800000000"}`
+	r := send(t, e.h, "execute", header, "Authorization", "Bearer "+token, "Prefer", `respond-async, tx="rollback"; x=1`)
+	if r.status != 200 || !strings.HasPrefix(r.body, `{"cod_error":0,"data":[{"NUMERO":`) || r.header.Get("Preference-Applied") != "tx=rollback" {
+		t.Fatalf("%d %v %s", r.status, r.header, r.body)
+	}
+	refused := send(t, e.h, "execute", `{"CLAVE":"Set_Pedido","TERCERO":"NADIE"}`, "Authorization", "Bearer "+token, "Prefer", "tx=rollback")
+	if refused.status != 200 || !strings.Contains(refused.body, "EL TERCERO NADIE NO EXISTE") {
+		t.Fatalf("%d %s", refused.status, refused.body)
+	}
+	keyed := send(t, e.h, "execute", header, "Authorization", "Bearer "+token, "Prefer", "tx=rollback", "Idempotency-Key", "dry")
+	if keyed.status != 400 || !strings.Contains(keyed.body, fmt.Sprint(erp.CodeKeyDryRun)) {
+		t.Fatalf("%d %s", keyed.status, keyed.body)
+	}
+	if n := count(t, admin, "SELECT COUNT(*) FROM PEDIDOS"); n != before {
+		t.Errorf("a dry run wrote %d orders", n-before)
+	}
+	assertNoOpenWrites(t, admin)
+}

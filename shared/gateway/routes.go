@@ -150,10 +150,22 @@ func (h *Handler) execute(w http.ResponseWriter, r *http.Request, c caller, endp
 	if bad == nil {
 		key, bad = idempotencyKey(r, c, endpoint)
 	}
+	dry := endpoint == catalog.Execute && prefersRollback(r.Header.Values("Prefer"))
+	if bad == nil && dry && key != "" {
+		bad = erp.Refuse(erp.CodeKeyDryRun, "a dry run (Prefer: tx=rollback) keeps nothing under an Idempotency-Key: send it without the header, or without the preference")
+	}
 	var o outcome
-	if bad != nil {
+	switch {
+	case bad != nil:
 		o = refusalOf(bad)
-	} else {
+	case dry:
+		// A batch of one, answered in the single call's shape.
+		o = h.runBatch(r.Context(), c, endpoint, []catalog.Call{call}, "", true)
+		if o.status == http.StatusOK {
+			o.body = o.body[1 : len(o.body)-1]
+			o.preferenceApplied = "tx=rollback"
+		}
+	default:
 		var st *stream
 		if h.cfg.StreamAbove > 0 && call.Op.ReadBack == nil {
 			st = h.newStream(w, r)
