@@ -108,7 +108,7 @@ func (h *Handler) runBatch(ctx context.Context, c caller, endpoint catalog.Endpo
 	var answer []byte
 	var replayed bool
 	t := c.target
-	_, err := h.breaker(ctx, t, func(ctx context.Context) error {
+	run := func(t erp.Target) error {
 		if key == "" {
 			return h.db.Transact(ctx, t, mode, nil, body)
 		}
@@ -116,6 +116,9 @@ func (h *Handler) runBatch(ctx context.Context, c caller, endpoint catalog.Endpo
 		var err error
 		answer, replayed, err = h.db.BatchOnce(ctx, t, k, body, func() []byte { return batchAnswer(h, steps, endpoint == catalog.Execute) })
 		return err
+	}
+	_, err := h.breaker(ctx, t, func(context.Context) error {
+		return h.againIfRotated(ctx, t, run(t), run)
 	})
 	switch {
 	case err == nil || errors.Is(err, firebird.ErrRollback):

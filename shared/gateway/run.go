@@ -214,18 +214,23 @@ func (h *Handler) guarded(ctx context.Context, t erp.Target, w *work) (tripped b
 		if err != nil && w.stream != nil && w.stream.begun.Load() {
 			return &cutError{err}
 		}
-		if errors.Is(err, erp.ErrCredentials) {
-			// The password may have been rotated: read the instance's
-			// settings again, bypassing the cache, and retry once if they
-			// changed.
-			if fresh, ok := h.refreshed(ctx, t); ok {
-				h.log.InfoContext(ctx, "credentials refused; retrying with refreshed settings", "instance", t.Instance)
-				t.Connection = fresh.Connection
-				err = h.call(ctx, t, w)
-			}
-		}
-		return err
+		return h.againIfRotated(ctx, t, err, func(t erp.Target) error { return h.call(ctx, t, w) })
 	})
+}
+
+// againIfRotated runs call again, once, when err says the database refused
+// the credentials and the instance's settings read afresh (bypassing the
+// cache) hold others: the password may have been rotated.
+func (h *Handler) againIfRotated(ctx context.Context, t erp.Target, err error, call func(erp.Target) error) error {
+	if !errors.Is(err, erp.ErrCredentials) {
+		return err
+	}
+	if fresh, ok := h.refreshed(ctx, t); ok {
+		h.log.InfoContext(ctx, "credentials refused; retrying with refreshed settings", "instance", t.Instance)
+		t.Connection = fresh.Connection
+		return call(t)
+	}
+	return err
 }
 
 // breaker runs call unless the instance's breaker is open (a *pausedError),
