@@ -108,7 +108,7 @@ func table(s *Settings) []setting {
 		{EnvMaxBody, "65536", size(&s.MaxBody, 0), "The largest request body."},
 		{EnvBatchMax, "100", count(&s.BatchMax), "The most calls a batch may hold."},
 		{EnvBatchBody, "1048576", size(&s.BatchBody, 0), "The largest body of a batch."},
-		{EnvBatchTimeout, "25s", duration(&s.BatchTimeout, 0), "The deadline of a whole batch, all its calls and its transaction."},
+		{EnvBatchTimeout, "22s", duration(&s.BatchTimeout, 0), "The deadline of a whole batch, all its calls and its transaction."},
 		{EnvCatalog, "", text(&s.Catalog), "A catalog file to serve instead of the built-in one."},
 		{EnvMaxAnswer, "6275072", size(&s.MaxAnswer, 6_275_072), "The largest answer sent whole, counted as Lambda counts it."},
 		{EnvResponseStreaming, "false", boolean(&s.ResponseStreaming), "Whether a Lambda's integration streams, and so its reads' answers may."},

@@ -64,7 +64,7 @@ func TestRead(t *testing.T) {
 	defaults := Settings{
 		Class: "TServiceRestInterface", ErrorPrefix: "[firebirdsql]",
 		DBTimeout: 10 * time.Second, StmtMaxAge: 60 * time.Second, ConnMaxIdle: 240 * time.Second,
-		MaxBody: 65536, BatchMax: 100, BatchBody: 1 << 20, BatchTimeout: 25 * time.Second, MaxAnswer: 6275072, StreamTimeout: 5 * time.Minute, LogLevel: slog.LevelInfo,
+		MaxBody: 65536, BatchMax: 100, BatchBody: 1 << 20, BatchTimeout: 22 * time.Second, MaxAnswer: 6275072, StreamTimeout: 5 * time.Minute, LogLevel: slog.LevelInfo,
 		SecretTTL: 5 * time.Minute, AccessRefresh: 5 * time.Minute, AccessMaxAge: time.Hour,
 		IdempotencyTTL: 24 * time.Hour, MetricsNamespace: "ErpGateway", LambdaLogLevel: slog.LevelInfo,
 	}
