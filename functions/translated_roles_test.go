@@ -163,6 +163,8 @@ func TestTranslatedRules(t *testing.T) {
 		{map[string]string{"WafRateLimit": "9"}, []string{"WafRateLimitIsOffOrAtLeast10"}},
 		{map[string]string{"WafRateLimit": "1"}, []string{"WafRateLimitIsOffOrAtLeast10"}},
 		{map[string]string{"WafRateLimit": "10"}, nil},
+		{map[string]string{"WafInstanceRateLimit": "5"}, []string{"WafInstanceRateLimitIsOffOrAtLeast10"}},
+		{map[string]string{"WafInstanceRateLimit": "0"}, nil},
 	}
 	var sets []map[string]string
 	for _, c := range cases {
@@ -172,6 +174,39 @@ func TestTranslatedRules(t *testing.T) {
 		if got := s.rulesFailing(); !slices.Equal(got, cases[i].want) {
 			t.Errorf("%v: rules failing %q, want %q", cases[i].set, got, cases[i].want)
 		}
+	}
+}
+
+// TestTranslatedWafByDefault: with the default parameters a web ACL guards
+// the stage, with a rate rule per source address and one per instance
+// (the path, whose segment it is); WafRateLimit 0 turns it off.
+func TestTranslatedWafByDefault(t *testing.T) {
+	stacks := translate(t, map[string]string{}, map[string]string{"WafInstanceRateLimit": "0"}, map[string]string{"WafRateLimit": "0"})
+	acl := stacks[0].ofType("AWS::WAFv2::WebACL")["WebAcl"]
+	assoc := stacks[0].ofType("AWS::WAFv2::WebACLAssociation")["WebAclAssociation"]
+	if acl == nil || assoc == nil || tplAt(assoc, "Properties", "WebACLArn") != "getatt(WebAcl.Arn)" ||
+		!strings.Contains(fmt.Sprint(tplAt(assoc, "Properties", "ResourceArn")), "/stages/") {
+		t.Fatalf("no web ACL on the stage by default: %v %v", acl, assoc)
+	}
+	rules := func(s *cfnStack) map[string]any {
+		out := map[string]any{}
+		for _, r := range tplList(tplAt(s.ofType("AWS::WAFv2::WebACL")["WebAcl"], "Properties", "Rules")) {
+			out[fmt.Sprint(tplAt(r, "Name"))] = tplAt(r, "Statement", "RateBasedStatement")
+		}
+		return out
+	}
+	got := rules(stacks[0])
+	if tplAt(got["PerIpRate"], "AggregateKeyType") != "IP" || tplAt(got["PerIpRate"], "Limit") != "3000" {
+		t.Errorf("per address: %v", got["PerIpRate"])
+	}
+	if tplAt(got["PerInstanceRate"], "AggregateKeyType") != "CUSTOM_KEYS" || tplAt(got["PerInstanceRate"], "CustomKeys", 0, "UriPath") == nil || tplAt(got["PerInstanceRate"], "Limit") != "6000" {
+		t.Errorf("per instance: %v", got["PerInstanceRate"])
+	}
+	if got := rules(stacks[1]); len(got) != 1 || got["PerIpRate"] == nil {
+		t.Errorf("WafInstanceRateLimit 0: rules %v", got)
+	}
+	if len(stacks[2].ofType("AWS::WAFv2::WebACL")) != 0 {
+		t.Error("WafRateLimit 0 still makes a web ACL")
 	}
 }
 

@@ -34,6 +34,7 @@ var paramChanges = []struct {
 	{"CertificateArn", map[string]string{"DomainName": "erp-api.example.com", "CertificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/2"}, false},
 	{"StageName", map[string]string{"StageName": "staging"}, false},
 	{"WafRateLimit", map[string]string{"WafRateLimit": "10"}, false},
+	{"WafInstanceRateLimit", map[string]string{"WafInstanceRateLimit": "10"}, false},
 	{"RequireApiKey", map[string]string{"RequireApiKey": "true"}, false},
 	{"ApiKeyRateLimit", map[string]string{"RequireApiKey": "true", "ApiKeyRateLimit": "3"}, false},
 	{"ApiKeyBurstLimit", map[string]string{"RequireApiKey": "true", "ApiKeyBurstLimit": "4"}, false},
@@ -217,6 +218,8 @@ func TestTranslatedResources(t *testing.T) {
 		"AWS::CodeDeploy::DeploymentGroup": {"ExecuteFunctionDeploymentGroup", "ExecuteQueryFunctionDeploymentGroup"},
 		"AWS::CloudWatch::Alarm": {"Api5xxAlarm", "ApiLatencyAlarm", "ExecuteErrorsAlarm", "ExecuteQueryErrorsAlarm",
 			"ExecuteQueryThrottlesAlarm", "ExecuteThrottlesAlarm", "UnavailableAlarm"},
+		"AWS::WAFv2::WebACL":            {"WebAcl"},
+		"AWS::WAFv2::WebACLAssociation": {"WebAclAssociation"},
 	}
 	roles := []string{"CodeDeployServiceRole", "ExecuteHookFunctionRole", "ExecuteQueryHookFunctionRole", "FunctionRole"}
 	for i, tc := range []struct {
@@ -226,7 +229,6 @@ func TestTranslatedResources(t *testing.T) {
 		{"defaults", map[string][]string{"AWS::IAM::Role": roles}},
 		{"every option on", map[string][]string{
 			"AWS::IAM::Role":                   append([]string{"ApiGatewayLogsRole"}, roles...),
-			"AWS::WAFv2::WebACL":               {"WebAcl"},
 			"AWS::ApiGateway::UsagePlan":       {"UsagePlan"},
 			"AWS::ApiGateway::DomainName":      {"CustomDomain"},
 			"AWS::ApiGateway::BasePathMapping": {"CustomDomainMapping"},

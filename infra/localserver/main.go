@@ -129,8 +129,7 @@ func limit(h http.Handler, n int, maxBody int64) http.Handler {
 			defer func() { <-slots }()
 			h.ServeHTTP(w, r)
 		default:
-			w.Header().Set("Content-Type", "application/json; charset=utf-8")
-			w.Header().Set("Cache-Control", "no-store")
+			gateway.SetAnswerHeaders(w.Header())
 			w.Header().Set("Content-Length", strconv.Itoa(len(busy)))
 			w.Header().Set("Retry-After", "1")
 			w.WriteHeader(erp.CodeThrottled.Status())

@@ -190,8 +190,8 @@ func do(t testing.TB, h http.Handler, method, p, body string) response {
 	var r response
 	r.Status, r.Header = rec.Code, rec.Header()
 	r.Raw = rec.Body.String()
-	if ct := rec.Header().Get("Content-Type"); ct != "application/json; charset=utf-8" {
-		t.Fatalf("%s %s: Content-Type %q", method, p, ct)
+	if ct, ns := rec.Header().Get("Content-Type"), rec.Header().Get("X-Content-Type-Options"); ct != "application/json; charset=utf-8" || ns != "nosniff" {
+		t.Fatalf("%s %s: Content-Type %q, X-Content-Type-Options %q", method, p, ct, ns)
 	}
 	dec := json.NewDecoder(strings.NewReader(r.Raw))
 	dec.UseNumber()

@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/erp-gateway/gateway/shared/tally"
 )
@@ -70,6 +72,24 @@ func sourceIP(r *http.Request) string {
 	return r.RemoteAddr
 }
 
+// MaxLogged bounds what a log line holds of a value the request's sender
+// chose (the instance segment asked for, an error quoting the path): a
+// stranger must not write kilobytes into the logs per request.
+const MaxLogged = 128
+
+// Loggable is s cut to MaxLogged bytes at a character's start, saying how
+// long it was.
+func Loggable(s string) string {
+	if len(s) <= MaxLogged {
+		return s
+	}
+	cut := MaxLogged
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s…(%d bytes)", s[:cut], len(s))
+}
+
 // logRequest writes the request's one line. In Lambda (a metrics namespace
 // set) the line is also a CloudWatch Embedded Metric Format document, so the
 // metrics cost no API call and no agent.
@@ -94,7 +114,7 @@ func (h *Handler) logRequest(ctx context.Context, r *http.Request, o outcome, wo
 	if o.status >= 400 && o.status < 500 {
 		// Scans and brute force show up as refusals from one address,
 		// with the names they tried.
-		attrs = append(attrs, slog.String("source_ip", sourceIP(r)), slog.String("instance_asked", o.asked))
+		attrs = append(attrs, slog.String("source_ip", sourceIP(r)), slog.String("instance_asked", Loggable(o.asked)))
 	}
 	if h.cfg.MetricsNamespace != "" {
 		attrs = append(attrs, h.emf(o, work, ms)...)

@@ -67,10 +67,17 @@ func (o outcome) class() erp.Outcome {
 	return o.code.Outcome()
 }
 
-func (o outcome) write(w http.ResponseWriter) {
-	h := w.Header()
+// SetAnswerHeaders sets what every answer of the service carries: a JSON
+// body, never cached, never sniffed as another type.
+func SetAnswerHeaders(h http.Header) {
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+}
+
+func (o outcome) write(w http.ResponseWriter) {
+	h := w.Header()
+	SetAnswerHeaders(h)
 	h.Set("Content-Length", strconv.Itoa(len(o.body)))
 	if o.allow != "" {
 		h.Set("Allow", o.allow)

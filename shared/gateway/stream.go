@@ -71,8 +71,7 @@ func (s *stream) send(p []byte) error {
 		s.started = true
 		s.begun.Store(true)
 		h := s.w.Header()
-		h.Set("Content-Type", "application/json; charset=utf-8")
-		h.Set("Cache-Control", "no-store")
+		SetAnswerHeaders(h)
 		if s.gzip {
 			h.Set("Content-Encoding", "gzip")
 			h.Add("Vary", "Accept-Encoding")

@@ -198,7 +198,7 @@ func (f *Function) Handle(ctx context.Context, event events.APIGatewayProxyReque
 	if err != nil {
 		// The event could not become an http.Request (a body that is not
 		// base64, a path net/url refuses): the caller's fault, not ours.
-		f.log.WarnContext(ctx, "unusable event", "request_id", ids.API, "lambda_request_id", ids.Lambda, "err", err)
+		f.log.WarnContext(ctx, "unusable event", "request_id", ids.API, "lambda_request_id", ids.Lambda, "err", gateway.Loggable(err.Error()))
 		return badEvent(ids.API), nil
 	}
 	return resp, nil
@@ -227,14 +227,12 @@ func (f *Function) Handler() any {
 }
 
 func badEvent(requestID string) events.APIGatewayProxyResponse {
+	h := http.Header{"X-Request-Id": {requestID}}
+	gateway.SetAnswerHeaders(h)
 	return events.APIGatewayProxyResponse{
-		StatusCode: erp.CodeNotObject.Status(),
-		MultiValueHeaders: map[string][]string{
-			"Content-Type":  {"application/json; charset=utf-8"},
-			"Cache-Control": {"no-store"},
-			"X-Request-Id":  {requestID},
-		},
-		Body: string(gateway.RefusalBody(erp.CodeNotObject, "the request could not be read: malformed path or body encoding")),
+		StatusCode:        erp.CodeNotObject.Status(),
+		MultiValueHeaders: h,
+		Body:              string(gateway.RefusalBody(erp.CodeNotObject, "the request could not be read: malformed path or body encoding")),
 	}
 }
 

@@ -15,6 +15,7 @@ func headers() obj {
 	return obj{
 		{"X-Request-Id", obj{{"description", "The request's id (API Gateway's request id in AWS): quote it to the operator, who finds the request's log line by it."}, {"schema", str}}},
 		{"Cache-Control", obj{{"description", "no-store: answers are never cached."}, {"schema", obj{{"const", "no-store"}}}}},
+		{"X-Content-Type-Options", obj{{"description", "nosniff: the answer is JSON, never to be taken for another type."}, {"schema", obj{{"const", "nosniff"}}}}},
 		{"WWW-Authenticate", obj{{"description", "Bearer realm=\"erp-gateway\": send the instance's token (README, \"Tokens\")."}, {"schema", str}}},
 		{"Retry-After", obj{{"description", "Seconds to wait before trying again, when the gateway knows (a paused instance, the local server's bound)."}, {"schema", obj{{"type", "integer"}, {"minimum", 1}}}}},
 		{"Allow", obj{{"description", "The method the path serves."}, {"schema", str}}},
@@ -38,7 +39,7 @@ func header(name string) obj { return obj{{"$ref", "#/components/headers/" + nam
 // headersOf are the headers an answer of status carries besides the ones
 // every answer carries.
 func headersOf(status int) obj {
-	h := obj{{"X-Request-Id", header("X-Request-Id")}, {"Cache-Control", header("Cache-Control")}}
+	h := obj{{"X-Request-Id", header("X-Request-Id")}, {"Cache-Control", header("Cache-Control")}, {"X-Content-Type-Options", header("X-Content-Type-Options")}}
 	switch status {
 	case 401:
 		h = append(h, kv{"WWW-Authenticate", header("WWW-Authenticate")})
