@@ -46,10 +46,13 @@ type said struct {
 
 // keyFindings are the key table's problems as findings: fatal, since every
 // keyed write fails.
+// keysFinding is the "clave" of a finding about the keys' table.
+const keysFinding = "Idempotency-Key"
+
 func (s said) keyFindings() []catalog.Finding {
 	var out []catalog.Finding
 	for _, p := range s.keyProblems {
-		out = append(out, catalog.Finding{Clave: "Idempotency-Key", Fatal: true, Text: p})
+		out = append(out, catalog.Finding{Clave: keysFinding, Fatal: true, Text: p})
 	}
 	return out
 }
@@ -154,7 +157,7 @@ func (h *Handler) openAPI(r *http.Request, t erp.Target) outcome {
 // health connects to the instance's database and compares the catalog with
 // it (README, "Health"): afresh, since an operator asks it after changing the
 // database.
-func (h *Handler) health(ctx context.Context, t erp.Target, keys bool) outcome {
+func (h *Handler) health(ctx context.Context, t erp.Target, keys bool, grant erp.Grant) outcome {
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
 	defer cancel()
 	if _, ok := h.db.(Describer); !ok {
@@ -175,13 +178,23 @@ func (h *Handler) health(ctx context.Context, t erp.Target, keys bool) outcome {
 		h.log.WarnContext(ctx, "health: database unavailable", "instance", t.Instance, "err", err)
 		return healthAnswer(http.StatusServiceUnavailable, erp.CodeUnavailable, "unavailable", "the database of instance "+t.Instance+" is not reachable right now", nil)
 	}
-	findings := append(h.catalog.Diagnose(got.procs), got.keyFindings()...)
-	if fresh && len(findings) > 0 {
-		texts := make([]string, len(findings))
-		for i, f := range findings {
+	all := append(h.catalog.Diagnose(got.procs), got.keyFindings()...)
+	if fresh && len(all) > 0 {
+		texts := make([]string, len(all))
+		for i, f := range all {
 			texts[i] = f.Text
 		}
 		h.log.ErrorContext(ctx, "the catalog and the database disagree", "instance", t.Instance, "findings", texts)
+	}
+	// A limited token learns only of what it may run: its CLAVEs, and the
+	// keys' table when it may write. The status is of those findings.
+	var findings []catalog.Finding
+	for _, f := range all {
+		op, known := h.catalog.Lookup(f.Clave)
+		switch {
+		case f.Clave == keysFinding && !grant.ReadOnly, known && grant.Allow(f.Clave, op.Endpoint == catalog.Execute) == nil:
+			findings = append(findings, f)
+		}
 	}
 	status, code, word := http.StatusOK, erp.Code(0), "ok"
 	for _, f := range findings {

@@ -1,10 +1,18 @@
 package gateway_test
 
 import (
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/erp-gateway/gateway/shared/access"
+	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/erp"
+	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/gateway"
+	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
 // TestLongInstanceSegmentWritesAShortLine: what a stranger puts in the path
@@ -21,5 +29,36 @@ func TestLongInstanceSegmentWritesAShortLine(t *testing.T) {
 		if len(line) >= 2048 || !strings.Contains(line, " bytes)") {
 			t.Errorf("a %d-byte segment wrote a %d-byte line: %.300s", len(segment), len(line), line)
 		}
+	}
+}
+
+// TestHealthOfALimitedToken: a token limited to one CLAVE learns nothing of
+// the others' findings; an unlimited one sees them all.
+func TestHealthOfALimitedToken(t *testing.T) {
+	e := newEnv(t, gateway.Config{}, map[string]any{"demo": tenants.Instance{Connection: fbtest.Demo(t)}})
+	cat, err := catalog.New([]catalog.Operation{
+		{Clave: "Get_Referencias", Endpoint: catalog.ExecuteQuery, Procedure: "REST_SELECT_REFERENCIA", Params: []catalog.Param{{Name: "CODIGO", MaxLen: 20, Required: true}}},
+		{Clave: "Get_Secreto", Endpoint: catalog.ExecuteQuery, Procedure: "REST_NO_EXISTE"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := gateway.New(gateway.Config{}, cat, access.Static(e.acc), e.src, e.db, slog.New(slog.DiscardHandler))
+	health := func(limits erp.Limits) response {
+		token, _, err := e.acc.Mint("demo", "", limits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := httptest.NewRequest(http.MethodGet, "/demo/health", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return response{Status: rec.Code, Raw: rec.Body.String()}
+	}
+	if r := health(erp.Limits{}); r.Status != 503 || !strings.Contains(r.Raw, "Get_Secreto") {
+		t.Fatalf("unlimited: %d %s", r.Status, r.Raw)
+	}
+	if r := health(erp.Limits{Claves: []string{"Get_Referencias"}}); r.Status != 200 || strings.Contains(r.Raw, "Get_Secreto") || strings.Contains(r.Raw, "REST_NO_EXISTE") {
+		t.Fatalf("limited to Get_Referencias: %d %s", r.Status, r.Raw)
 	}
 }

@@ -47,7 +47,7 @@ func routes(cfg Config) []route {
 		if e == catalog.ExecuteQuery {
 			rs = append(rs, route{method: http.MethodGet, listed: true, suffix: []string{"health"},
 				serve: func(h *Handler, _ http.ResponseWriter, r *http.Request, c caller) outcome {
-					return h.health(r.Context(), c.target, c.keys)
+					return h.health(r.Context(), c.target, c.keys, c.grant)
 				}})
 		}
 	}
