@@ -27,7 +27,8 @@ help:
 # the demo's by default) or, with ACCESS_SECRET=id, the deployed secret.
 # KEY=id mints with another key than the document's mint_key. READ_ONLY=1,
 # CLAVES=a,b (checked against CATALOG=file, else the built-in catalog) and
-# EXPIRES=YYYY-MM-DD limit the token (README, "Tokens").
+# EXPIRES=YYYY-MM-DD limit the token (a year when not given; EXPIRES=never for
+# none; README, "Tokens").
 token:
 	@go run ./infra/minttoken -instance '$(INSTANCE)' $(if $(ACCESS_SECRET),-access-secret '$(ACCESS_SECRET)',-access '$(or $(ACCESS),$(DEMO_ACCESS))') $(if $(KEY),-key '$(KEY)') \
 		$(if $(READ_ONLY),-read-only) $(if $(CLAVES),-claves '$(CLAVES)') $(if $(EXPIRES),-expires '$(EXPIRES)') $(if $(CATALOG),-catalog '$(CATALOG)')

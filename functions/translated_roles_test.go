@@ -210,6 +210,22 @@ func TestTranslatedWafByDefault(t *testing.T) {
 	}
 }
 
+// TestTranslatedTlsPolicy: the custom domain speaks TLS 1.3 only by
+// default, with the endpoint access mode an enhanced policy needs; the
+// legacy TLS_1_2 goes without one.
+func TestTranslatedTlsPolicy(t *testing.T) {
+	domain := map[string]string{"DomainName": "erp-api.example.com", "CertificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/1"}
+	legacy := maps.Clone(domain)
+	legacy["TlsPolicy"] = "TLS_1_2"
+	for i, s := range translate(t, domain, legacy) {
+		d := s.ofType("AWS::ApiGateway::DomainName")["CustomDomain"]
+		policy, mode := tplAt(d, "Properties", "SecurityPolicy"), tplAt(d, "Properties", "EndpointAccessMode")
+		if i == 0 && (policy != "SecurityPolicy_TLS13_1_3_2025_09" || mode != "BASIC") || i == 1 && (policy != "TLS_1_2" || mode != nil) {
+			t.Errorf("stack %d: SecurityPolicy %v, EndpointAccessMode %v", i, policy, mode)
+		}
+	}
+}
+
 // TestTranslatedFunctionSettings: ReservedConcurrency 0 reserves nothing
 // (an account whose quota leaves nothing to reserve can deploy), and the log
 // level reaches the functions while Lambda's own filter lets every line pass

@@ -33,6 +33,7 @@ var paramChanges = []struct {
 	{"DomainName", map[string]string{"DomainName": "erp-api.example.com", "CertificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/1"}, false},
 	{"CertificateArn", map[string]string{"DomainName": "erp-api.example.com", "CertificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/2"}, false},
 	{"StageName", map[string]string{"StageName": "staging"}, false},
+	{"TlsPolicy", map[string]string{"DomainName": "erp-api.example.com", "CertificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/1", "TlsPolicy": "TLS_1_2"}, false},
 	{"WafRateLimit", map[string]string{"WafRateLimit": "10"}, false},
 	{"WafInstanceRateLimit", map[string]string{"WafInstanceRateLimit": "10"}, false},
 	{"RequireApiKey", map[string]string{"RequireApiKey": "true"}, false},

@@ -39,7 +39,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	newKey := fs.Bool("new-key", false, "print a new random key for the access document instead")
 	readOnly := fs.Bool("read-only", false, "the token may only read (executequery)")
 	claves := fs.String("claves", "", "comma-separated CLAVEs: the only operations the token may run")
-	expires := fs.String("expires", "", "last day the token works (YYYY-MM-DD, through 23:59:59 UTC), or an RFC 3339 instant")
+	expires := fs.String("expires", "", "last day the token works (YYYY-MM-DD, through 23:59:59 UTC), an RFC 3339 instant, or never (default: a year from today)")
 	catalogFile := fs.String("catalog", "", "catalog the CLAVEs are checked against (default: the built-in one)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -81,7 +81,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 // against the catalog: a misspelt one would mint a token that opens nothing.
 func parseLimits(readOnly bool, claves, expires, catalogFile string, now time.Time) (erp.Limits, error) {
 	l := erp.Limits{ReadOnly: readOnly}
-	if expires != "" {
+	switch expires {
+	case "never":
+	case "":
+		// A token nobody thought to limit in time still ends: a year on.
+		y, m, d := now.UTC().AddDate(1, 0, 0).Date()
+		l.Expires = time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
+	default:
 		if day, err := time.Parse(time.DateOnly, expires); err == nil {
 			l.Expires = day.AddDate(0, 0, 1)
 		} else if at, err := time.Parse(time.RFC3339, expires); err == nil {

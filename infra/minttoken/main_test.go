@@ -19,12 +19,13 @@ func TestParseLimits(t *testing.T) {
 		readOnly                       bool
 		claves, expires, catalog, want string // want: describe(limits), or the error
 	}{
-		{"none", false, "", "", "", "every operation, with no expiry"},
-		{"reads", true, "", "", "", "reads only, with no expiry"},
+		{"none", false, "", "never", "", "every operation, with no expiry"},
+		{"a year by default", false, "", "", "", "every operation, until 2027-11-23T00:00:00Z (UTC)"},
+		{"reads", true, "", "never", "", "reads only, with no expiry"},
 		{"a day", false, "", "2027-06-30", "", "every operation, until 2027-07-01T00:00:00Z (UTC)"},
 		{"an instant", false, "", "2027-06-30T18:00:00-05:00", "", "every operation, until 2027-06-30T23:00:00Z (UTC)"},
-		{"CLAVEs, once each", false, "Get_Terceros, Set_Terceros,Get_Terceros", "", "", "Get_Terceros, Set_Terceros, with no expiry"},
-		{"a CLAVE of another catalog", true, "Get_Inventario_Precio", "", "../catalog.demo.json", "Get_Inventario_Precio, with no expiry"},
+		{"CLAVEs, once each", false, "Get_Terceros, Set_Terceros,Get_Terceros", "never", "", "Get_Terceros, Set_Terceros, with no expiry"},
+		{"a CLAVE of another catalog", true, "Get_Inventario_Precio", "never", "../catalog.demo.json", "Get_Inventario_Precio, with no expiry"},
 		{"a CLAVE not in the catalog", false, "Get_Inventario_Precio", "", "", `"Get_Inventario_Precio" is not an operation`},
 		{"a write on a read-only token", true, "Set_Terceros", "", "", "Set_Terceros is a write"},
 		{"expired already", false, "", "2026-11-21", "", "in the past"},

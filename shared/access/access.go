@@ -45,6 +45,22 @@ var (
 	validKeyID = regexp.MustCompile(`^[A-Za-z0-9-]{1,32}$`)
 )
 
+// DemoKey is the key of infra/access.demo.json, published with the README's
+// demo token: a document that holds it opens every instance to anyone who
+// read the README (Options.RefuseDemoKey).
+const DemoKey = "rzPh6y3fijkDbr7PxHPvf2VSe0v+puGM/93yQKw6v3k="
+
+// HoldsDemoKey reports whether the document has DemoKey under any id.
+func (d *Document) HoldsDemoKey() bool {
+	demo, _ := base64.StdEncoding.DecodeString(DemoKey)
+	for _, k := range d.keys {
+		if hmac.Equal(k, demo) {
+			return true
+		}
+	}
+	return false
+}
+
 // Document is the access document (README, "Tokens"). It is safe for
 // concurrent use: nothing changes it after Parse.
 type Document struct {

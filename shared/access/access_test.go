@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -471,5 +472,25 @@ func BenchmarkVerify(b *testing.B) {
 				d.Verify("acme", bb.token)
 			}
 		})
+	}
+}
+
+// TestDemoKeyIsTheDemoDocuments: DemoKey is the key of
+// infra/access.demo.json, the one the README's token is minted with.
+func TestDemoKeyIsTheDemoDocuments(t *testing.T) {
+	data, err := os.ReadFile("../../infra/access.demo.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := Parse(data)
+	if err != nil || !doc.HoldsDemoKey() {
+		t.Fatalf("infra/access.demo.json does not hold access.DemoKey (%v)", err)
+	}
+	key, err := NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other, err := Parse([]byte(`{"keys":{"own":"` + key + `"}}`)); err != nil || other.HoldsDemoKey() {
+		t.Fatalf("a fresh key is the demo key (%v)", err)
 	}
 }

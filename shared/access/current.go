@@ -38,6 +38,9 @@ type Options struct {
 	Wait time.Duration
 	// Now is the clock (tests).
 	Now func() time.Time
+	// RefuseDemoKey: a document holding DemoKey refuses every token
+	// (erp.CodeAccessDemoKey), as a deployed one must never hold it.
+	RefuseDemoKey bool
 }
 
 // Defaults of Options.
@@ -67,6 +70,9 @@ type Current struct {
 // errUnread marks a read that failed, which leaves the document in force
 // (up to MaxAge), unlike one that found it malformed.
 var errUnread = errors.New("reading the access document")
+
+// errDemoKey: the document holds the published demo key (RefuseDemoKey).
+var errDemoKey = errors.New("the access document holds the published demo key")
 
 // Start reads the document once. A source read only once (Every 0) must
 // read now or Start fails; one read again keeps trying at requests, which
@@ -131,6 +137,10 @@ func (c *Current) read(ctx context.Context) (*Document, error) {
 		c.log.Error("the access document is malformed: tokens are refused until it is mended", "err", err)
 		return nil, err
 	}
+	if c.o.RefuseDemoKey && doc.HoldsDemoKey() {
+		c.log.Error("the access document holds the published demo key: every token is refused until it is replaced (make token-key)")
+		return nil, errDemoKey
+	}
 	return doc, nil
 }
 
@@ -160,6 +170,9 @@ func (c *Current) Document(ctx context.Context) (*Document, error) {
 // which one counts.
 func (c *Current) Authorize(ctx context.Context, instance string, authorization []string) (erp.Grant, *erp.Error) {
 	d, err := c.Document(ctx)
+	if errors.Is(err, errDemoKey) {
+		return erp.Grant{}, erp.Refuse(erp.CodeAccessDemoKey, "this deployment's access document holds the published demo key, which anyone can mint with: every token is refused until its operator replaces the key (make token-key)")
+	}
 	if err != nil {
 		refused := erp.Refuse(erp.CodeAccessStale, "tokens cannot be checked right now; try again later")
 		refused.RetryAfter = c.o.Retry

@@ -48,6 +48,7 @@ const (
 	CodeOutcomeUnknown Code = 1204
 	CodePaused         Code = 1205
 	CodeAccessStale    Code = 1206
+	CodeAccessDemoKey  Code = 1207
 	CodeInternal       Code = 1299
 	CodeTooManyRows    Code = 1301
 	CodeAnswerTooLarge Code = 1302
@@ -150,6 +151,7 @@ var codes = [...]Info{
 	{CodeOutcomeUnknown, http.StatusServiceUnavailable, OutcomeUnavailable, ScopeWrite, "A write's commit was sent and never confirmed: it may or may not have happened."},
 	{CodePaused, http.StatusServiceUnavailable, OutcomeUnavailable, ScopeDatabase, "Calls to the instance are paused after it repeatedly did not answer in time; see Retry-After."},
 	{CodeAccessStale, http.StatusServiceUnavailable, OutcomeUnavailable, ScopeInstance, "Tokens cannot be checked: the access document is malformed or has not been read for longer than allowed; see Retry-After."},
+	{CodeAccessDemoKey, http.StatusServiceUnavailable, OutcomeUnavailable, ScopeInstance, "The deployment's access document holds the published demo key: every token is refused until its operator replaces it."},
 	{CodeInternal, http.StatusInternalServerError, OutcomeInternal, ScopeEdge, "A bug; logged."},
 	{CodeTooManyRows, http.StatusUnprocessableEntity, OutcomeClientError, ScopeDatabase, "The answer has more rows than the operation's limit."},
 	{CodeAnswerTooLarge, http.StatusUnprocessableEntity, OutcomeClientError, ScopeDatabase, "The answer is larger than a Lambda function may return (a write's, or a read's where answers cannot stream)."},

@@ -167,7 +167,7 @@ func accessSource(ctx context.Context, s settings.Settings, sm func() (*secretsm
 	// A document that cannot be read now is read again at requests, which
 	// are refused (1206) until it is: never an init error, which API
 	// Gateway would answer with a bare 502.
-	return access.Start(ctx, load, access.Options{Every: s.AccessRefresh, MaxAge: s.AccessMaxAge}, log)
+	return access.Start(ctx, load, access.Options{Every: s.AccessRefresh, MaxAge: s.AccessMaxAge, RefuseDemoKey: true}, log)
 }
 
 func instanceSource(s settings.Settings, sm func() (*secretsmanager.Client, error)) (gateway.Instances, error) {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -342,5 +343,42 @@ func TestPasswordRotation(t *testing.T) {
 	}
 	if n := sm.Calls(prefix + "norte"); n != 2 {
 		t.Fatalf("%d GetSecretValue calls, want 2 (first lookup, refresh after the refused login)", n)
+	}
+}
+
+// TestTheDemoKeyFromSecretsManagerRefusesTokens: the README's demo token,
+// or any minted with the published demo key, opens nothing once the access
+// document comes from Secrets Manager; a key of the operator's own then
+// opens its tokens.
+func TestTheDemoKeyFromSecretsManagerRefusesTokens(t *testing.T) {
+	demo, err := os.ReadFile("../../infra/access.demo.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sm := awstest.Start(t, true)
+	sm.Put(accessID, string(demo))
+	put(sm, "demo", tenants.Instance{Connection: fbtest.Demo(t)})
+	env := map[string]string{"GATEWAY_SECRET_PREFIX": prefix, "GATEWAY_ACCESS_SECRET": accessID, "GATEWAY_ACCESS_REFRESH": "200ms"}
+	fn, err := lambdafn.New(context.Background(), catalog.ExecuteQuery, "", func(k string) string { return env[k] }, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fn.Close() })
+	doc, err := access.Parse(demo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := get(t, fn, "demo", fbtest.Token(t, doc, "demo"))
+	if resp.StatusCode != 503 || !strings.Contains(resp.Body, `"cod_error":1207`) || !strings.Contains(resp.Body, "make token-key") {
+		t.Fatalf("the demo key: %d %s", resp.StatusCode, resp.Body)
+	}
+	if n := sm.Calls(prefix + "demo"); n != 0 {
+		t.Errorf("%d instance secret reads behind the demo key", n)
+	}
+	own, data := fbtest.Access(t)
+	sm.Put(accessID, string(data))
+	time.Sleep(250 * time.Millisecond)
+	if resp := get(t, fn, "demo", fbtest.Token(t, own, "demo")); resp.StatusCode != 200 {
+		t.Fatalf("the operator's own key: %d %s", resp.StatusCode, resp.Body)
 	}
 }
