@@ -4,11 +4,12 @@ ADDR ?= 127.0.0.1:3000
 INSTANCES ?= infra/instances.demo.json
 # The demo key is public: make run uses it; make serve needs ACCESS=file.
 DEMO_ACCESS := infra/access.demo.json
+DEMO_SIGNING_KEY := infra/signing-key.demo.json
 FB := infra/firebird.sh
 FB_DATA ?= /var/lib/firebird/3.0/data
 BASE := http://$(ADDR)/demo/RestServerIsapi.dll/api/v1/TServiceRestInterface
-# The demo instance's token, minted with infra/access.demo.json's demo key.
-DEMO_TOKEN := erpgw_demo_8c04364041cbd740c97a63c0a3cff7cc_wLuaA3CSqmMyxAShB7x4f-G3dTF7S1-E-II8m9kYlRY
+# The demo instance's token, minted with infra/signing-key.demo.json (public).
+DEMO_TOKEN := erpgw_demo_3999776004efd43ca5ca39186f4b49f5_mAliZOWh_OsfcW0aZtBc_yS_VorP-s__q7sEhLp-KQX2q8Xr-AnyGe1K1NvIlIvt73BF0Pme7RHr3GzFI4W_Ag
 
 # The test databases are recreated on every run; tests read where they are here.
 export FB_TEST_HOST ?= 127.0.0.1
@@ -20,22 +21,22 @@ export FB_TEST_PASSWORD ?= gateway-demo
 .DEFAULT_GOAL := help
 help:
 	@echo "make run | make test | make serve ADDR=host:port INSTANCES=file ACCESS=file | make bench | make lint"
-	@echo "make roundtrips | make coldstart | make load | make build [CATALOG=file] | make deploy | make local-api | make token INSTANCE=name [READ_ONLY=1] [CLAVES=a,b] [EXPIRES=YYYY-MM-DD] | make token-key | make demo-reset   (README.md)"
+	@echo "make roundtrips | make coldstart | make load | make build [CATALOG=file] | make deploy | make local-api | make token INSTANCE=name [SIGNING_KEY=file] [READ_ONLY=1] [CLAVES=a,b] [EXPIRES=YYYY-MM-DD|never] | make token-key [ID=id] | make demo-reset   (README.md)"
 	@echo "make openapi | make check | make doctor | make catalog-from-db | make idempotency-sql [USER=GATEWAY] | make kept INSTANCE=name KEY=key   (README.md, \"The catalog\")"
 
-# Mint a bearer token for INSTANCE with the access document: a file (ACCESS,
-# the demo's by default) or, with ACCESS_SECRET=id, the deployed secret.
-# KEY=id mints with another key than the document's mint_key. READ_ONLY=1,
-# CLAVES=a,b (checked against CATALOG=file, else the built-in catalog) and
-# EXPIRES=YYYY-MM-DD limit the token (a year when not given; EXPIRES=never for
-# none; README, "Tokens").
+# Mint a bearer token for INSTANCE with a signing key: a file (SIGNING_KEY,
+# the demo's by default) or, with SIGNING_KEY_SECRET=id, a secret the
+# functions cannot read. READ_ONLY=1, CLAVES=a,b (checked against
+# CATALOG=file, else the built-in catalog) and EXPIRES=YYYY-MM-DD limit the
+# token (a year when not given; EXPIRES=never for none; README, "Tokens").
 token:
-	@go run ./infra/minttoken -instance '$(INSTANCE)' $(if $(ACCESS_SECRET),-access-secret '$(ACCESS_SECRET)',-access '$(or $(ACCESS),$(DEMO_ACCESS))') $(if $(KEY),-key '$(KEY)') \
+	@go run ./infra/minttoken -instance '$(INSTANCE)' $(if $(SIGNING_KEY_SECRET),-signing-key-secret '$(SIGNING_KEY_SECRET)',-signing-key '$(or $(SIGNING_KEY),$(DEMO_SIGNING_KEY))') \
 		$(if $(READ_ONLY),-read-only) $(if $(CLAVES),-claves '$(CLAVES)') $(if $(EXPIRES),-expires '$(EXPIRES)') $(if $(CATALOG),-catalog '$(CATALOG)')
 
-# A new random key for the access document (rotation, README "Tokens").
+# A new signing key, ID=its id (a date, say), and the public key the access
+# document holds for it (rotation, README "Tokens").
 token-key:
-	@go run ./infra/minttoken -new-key
+	@go run ./infra/minttoken -new-key '$(or $(ID),$(shell date +%Y-%m))'
 
 .PHONY: help coldstart roundtrips token token-key load-neighbour load-slow run serve test bench load lint demo-db demo-reset firebird test-db build deploy local-api build-ExecuteQueryFunction build-ExecuteFunction build-ExecuteQueryHookFunction build-ExecuteHookFunction check-catalog catalog-from-db doctor openapi check idempotency-sql kept
 
@@ -207,7 +208,14 @@ deploy:
 	@echo "deploying with the catalog $(or $(CATALOG),of the specification (its four operations): set CATALOG=file for a customer's)"
 	sam validate --lint
 	CATALOG=$(CATALOG) sam build --no-cached --build-dir $(DEPLOY_BUILD)
-	sam deploy --template-file $(DEPLOY_BUILD)/template.yaml $(if $(PARAMS),--parameter-overrides $(PARAMS))
+	@# HOOK_INSTANCE: the pre-traffic hooks check the new versions on it with a
+	@# token minted here, read-only, for the two hours a deployment's checks
+	@# may take, with the operator's signing key: the hooks hold no key.
+	@token=; if [ -n '$(HOOK_INSTANCE)' ]; then \
+	  token=$$(go run ./infra/minttoken -instance '$(HOOK_INSTANCE)' $(if $(SIGNING_KEY_SECRET),-signing-key-secret '$(SIGNING_KEY_SECRET)',-signing-key '$(SIGNING_KEY)') -read-only -expires 2h -only-token) \
+	    || { echo "make deploy HOOK_INSTANCE=$(HOOK_INSTANCE) mints the hooks' token with the signing key: give SIGNING_KEY=file or SIGNING_KEY_SECRET=id"; exit 1; }; fi; \
+	echo sam deploy --template-file $(DEPLOY_BUILD)/template.yaml $(if $(PARAMS)$(HOOK_INSTANCE),--parameter-overrides $(PARAMS) $(if $(HOOK_INSTANCE),PreTrafficInstance=$(HOOK_INSTANCE) PreTrafficToken=…)); \
+	sam deploy --template-file $(DEPLOY_BUILD)/template.yaml $(if $(PARAMS)$(HOOK_INSTANCE),--parameter-overrides $(PARAMS) $(if $(HOOK_INSTANCE),PreTrafficInstance=$(HOOK_INSTANCE) PreTrafficToken=$$token))
 
 # Needs Docker and the demo database (make demo-db); see README.
 local-api:

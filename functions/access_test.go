@@ -22,27 +22,30 @@ const (
 	testMaxAge  = 4 * time.Second
 )
 
-// accessDoc is an access document with the given keys, and the keys made.
-func accessDoc(t *testing.T, keys map[string]string, mint string) (string, *access.Document) {
+// accessDoc is an access document holding the public keys of signers.
+func accessDoc(t *testing.T, signers ...*access.Signer) string {
 	t.Helper()
-	data, err := json.Marshal(map[string]any{"keys": keys, "mint_key": mint})
+	keys := map[string]string{}
+	for _, s := range signers {
+		keys[s.KeyID()] = s.PublicKey()
+	}
+	data, err := json.Marshal(map[string]any{"keys": keys})
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := access.Parse(data)
-	if err != nil {
+	if _, err := access.Parse(data); err != nil {
 		t.Fatal(err)
 	}
-	return string(data), doc
+	return string(data)
 }
 
-func newKey(t *testing.T) string {
+func newSigner(t *testing.T, id string) *access.Signer {
 	t.Helper()
-	k, err := access.NewKey()
+	s, err := access.NewSigner(id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return k
+	return s
 }
 
 // accessBootstrap is the executequery binary under the emulated Runtime API,
@@ -85,14 +88,16 @@ func codeOf(resp events.APIGatewayProxyResponse) erp.Code {
 // refuses every token with 503/1206 (no token works on a document it cannot
 // trust), and serves the new document as soon as Secrets Manager answers.
 func TestKeyRemovalHasABoundUnderTheRuntimeAPI(t *testing.T) {
-	oldKey, newKeyValue := newKey(t), newKey(t)
-	before, doc := accessDoc(t, map[string]string{"old": oldKey, "new": newKeyValue}, "new")
-	after, _ := accessDoc(t, map[string]string{"new": newKeyValue}, "new")
-	oldToken, _, err := doc.Mint("acme", "old", erp.Limits{})
+	oldKey, newKey := newSigner(t, "old"), newSigner(t, "new")
+	before, after := accessDoc(t, oldKey, newKey), accessDoc(t, newKey)
+	oldToken, _, err := oldKey.Mint("acme", erp.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	newToken := fbtest.Token(t, doc, "acme")
+	newToken, _, err := newKey.Mint("acme", erp.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	sm := awstest.Start(t, false)
 	sm.Put("erp-gateway/access", before)
@@ -160,8 +165,12 @@ func TestKeyRemovalHasABoundUnderTheRuntimeAPI(t *testing.T) {
 // in one that starts with it (never an init error), and both serve again
 // once it is mended.
 func TestMalformedAccessDocumentIsRefusedAlike(t *testing.T) {
-	good, doc := accessDoc(t, map[string]string{"k": newKey(t)}, "k")
-	token := fbtest.Token(t, doc, "acme")
+	k := newSigner(t, "k")
+	good := accessDoc(t, k)
+	token, _, err := k.Mint("acme", erp.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	sm := awstest.Start(t, false)
 	sm.Put("erp-gateway/access", good)
 	sm.PutJSON(secretsPrefix+"acme", tenants.Instance{Connection: fbtest.Demo(t)})

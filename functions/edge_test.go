@@ -10,7 +10,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/erp-gateway/gateway/shared/access"
 	"github.com/erp-gateway/gateway/shared/awstest"
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/fbtest"
@@ -23,7 +22,7 @@ const secretsPrefix = "erp-gateway/instances/"
 // acmeInSecretsManager is a counting Secrets Manager holding a test access
 // document and the instance acme (the demo database), and the environment
 // that points a function at it.
-func acmeInSecretsManager(t testing.TB) (*awstest.SecretsManager, *access.Document, []string) {
+func acmeInSecretsManager(t testing.TB) (*awstest.SecretsManager, *fbtest.Keys, []string) {
 	t.Helper()
 	const accessID = "erp-gateway/access"
 	sm := awstest.Start(t, false)
@@ -75,7 +74,7 @@ func TestStrangersUnderTheRuntimeAPI(t *testing.T) {
 		name := randomName()
 		token := fbtest.Token(t, foreign, name)
 		if i%2 == 1 {
-			token, _, _ = foreign.Mint(name, "", limited)
+			token, _, _ = foreign.Mint(name, limited)
 		}
 		if resp, _ := send(name, token); resp.StatusCode != 401 {
 			t.Fatalf("%s: %d %s", name, resp.StatusCode, resp.Body)

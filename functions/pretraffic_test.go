@@ -10,6 +10,7 @@ import (
 
 	"github.com/erp-gateway/gateway/shared/awstest"
 	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/pretraffic"
 	"github.com/erp-gateway/gateway/shared/tenants"
@@ -34,7 +35,7 @@ func TestPreTrafficHook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, accessDoc := fbtest.Access(t) // no anonymous instance: the hook needs its token
+	keys, accessDoc := fbtest.Access(t) // no anonymous instance: the hook needs its token
 	fnEnv := []string{"GATEWAY_INSTANCES_JSON=" + string(instances), "GATEWAY_ACCESS_JSON=" + string(accessDoc), "GATEWAY_DB_TIMEOUT=300ms"}
 
 	versions := map[string]*runtimeAPI{}
@@ -75,23 +76,36 @@ func TestPreTrafficHook(t *testing.T) {
 	}
 	reads := len(pretraffic.Probes(cat, catalog.ExecuteQuery))
 
+	// What make deploy mints for the hooks: read-only, short-lived.
+	token := func(instance string, expires time.Time) string {
+		tok, _, err := keys.Mint(instance, erp.Limits{ReadOnly: true, Expires: expires})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	soon := time.Now().Add(time.Hour)
 	tests := []struct {
 		name, endpoint, target, instance string
+		token                            string
 		want                             string
 		invocations                      int
 	}{
-		{"reads on the demo database", "executequery", readsARN, "demo", "Succeeded", reads},
-		{"execute never writes: one refused request", "execute", writesARN, "demo", "Succeeded", 1},
-		{"no instance named: nothing checked", "executequery", readsARN, "", "Succeeded", 0},
-		{"a new version that crashes", "executequery", brokenARN, "demo", "Failed", reads},
-		{"a database that does not answer", "executequery", readsARN, "frozen", "Failed", reads},
-		{"an instance the token cannot open", "executequery", readsARN, "nosuch", "Failed", reads},
-		{"a hook set up wrong reports at once", "bogus", readsARN, "demo", "Failed", 0},
+		{"reads on the demo database", "executequery", readsARN, "demo", token("demo", soon), "Succeeded", reads},
+		{"execute never writes: one refused request", "execute", writesARN, "demo", token("demo", soon), "Succeeded", 1},
+		{"no instance named: nothing checked", "executequery", readsARN, "", "", "Succeeded", 0},
+		{"a new version that crashes", "executequery", brokenARN, "demo", token("demo", soon), "Failed", reads},
+		{"a database that does not answer", "executequery", readsARN, "frozen", token("frozen", soon), "Failed", reads},
+		{"an instance the token cannot open", "executequery", readsARN, "nosuch", token("nosuch", soon), "Failed", reads},
+		{"a token of another instance", "executequery", readsARN, "demo", token("frozen", soon), "Failed", reads},
+		{"the token of a past deployment", "executequery", readsARN, "demo", token("demo", time.Now().Add(-time.Minute)), "Failed", reads},
+		{"no token: fails at once", "executequery", readsARN, "demo", "", "Failed", 0},
+		{"a hook set up wrong reports at once", "bogus", readsARN, "demo", token("demo", soon), "Failed", 0},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			env := []string{"GATEWAY_HOOK_ENDPOINT=" + tt.endpoint, "GATEWAY_HOOK_TARGET=" + tt.target,
-				"GATEWAY_HOOK_INSTANCE=" + tt.instance, "GATEWAY_ACCESS_JSON=" + string(accessDoc)}
+				"GATEWAY_HOOK_INSTANCE=" + tt.instance, "GATEWAY_HOOK_TOKEN=" + tt.token}
 			for k, v := range awsEnv {
 				env = append(env, k+"="+v)
 			}

@@ -49,6 +49,7 @@ var paramChanges = []struct {
 	{"DeploymentType", map[string]string{"DeploymentType": "AllAtOnce"}, false},
 	{"RollbackAlarms", map[string]string{"RollbackAlarms": "functions"}, false},
 	{"PreTrafficInstance", map[string]string{"PreTrafficInstance": "demo"}, false},
+	{"PreTrafficToken", map[string]string{"PreTrafficToken": "erpgw_x"}, false},
 	{"MinimumCompressionSize", map[string]string{"MinimumCompressionSize": "-1"}, false},
 }
 

@@ -9,21 +9,16 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/codedeploy"
 	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
-	"github.com/erp-gateway/gateway/shared/access"
-	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/lambdafn"
 	"github.com/erp-gateway/gateway/shared/pretraffic"
 	"github.com/erp-gateway/gateway/shared/settings"
-	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
 // catalogB64 is the functions' catalog, built in as theirs is (make build),
@@ -48,9 +43,9 @@ func main() {
 	lambda.Start(hook.Handle)
 }
 
-// newHook reads the hook's settings (the endpoint whose new version it
-// checks, that version's ARN, the instance it calls), the class and the
-// access document as the functions read it.
+// newHook reads the hook's settings: the endpoint whose new version it
+// checks, that version's ARN, the instance it calls and the token it calls
+// it with, and the class.
 func newHook(ctx context.Context, getenv func(string) string, awsCfg aws.Config, log *slog.Logger) (*pretraffic.Hook, error) {
 	s, err := settings.Read(getenv)
 	if err != nil {
@@ -65,32 +60,14 @@ func newHook(ctx context.Context, getenv func(string) string, awsCfg aws.Config,
 	if err != nil {
 		return nil, err
 	}
-	// The access document is read at each check, not at start: a hook runs
-	// once per deployment and must sign with the key of the day.
-	token := func(ctx context.Context, instance string) (string, error) {
-		data, err := accessDocument(ctx, s, awsCfg)
-		if err != nil {
-			return "", err
+	// The hook holds a token, never a key: make deploy mints one for each
+	// deployment, read-only and short-lived.
+	token := func(context.Context, string) (string, error) {
+		if s.HookToken == "" {
+			return "", fmt.Errorf("no token to call instance %s with (%s): deploy with make deploy SIGNING_KEY=file (or SIGNING_KEY_SECRET=id), which mints one", s.HookInstance, settings.EnvHookToken)
 		}
-		doc, err := access.Parse(data)
-		if err != nil {
-			return "", err
-		}
-		// Least privilege: the probes only read (execute's is refused
-		// before any database work), and the token dies with the hook.
-		tok, _, err := doc.Mint(instance, "", erp.Limits{ReadOnly: true, Expires: time.Now().Add(time.Hour)})
-		return tok, err
+		return s.HookToken, nil
 	}
 	return pretraffic.New(pretraffic.Config{Endpoint: s.HookEndpoint, Target: s.HookTarget, Instance: s.HookInstance, Class: s.Class},
 		cat, awslambda.NewFromConfig(awsCfg), codedeploy.NewFromConfig(awsCfg), token, log), nil
-}
-
-func accessDocument(ctx context.Context, s settings.Settings, awsCfg aws.Config) ([]byte, error) {
-	if s.AccessJSON != "" {
-		return []byte(s.AccessJSON), nil
-	}
-	if s.AccessSecret == "" {
-		return nil, fmt.Errorf("no access document: set %s (or %s)", settings.EnvAccessSecret, settings.EnvAccessJSON)
-	}
-	return tenants.SecretString(ctx, secretsmanager.NewFromConfig(awsCfg), s.AccessSecret)
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
-const token = "erpgw_demo_8c04364041cbd740c97a63c0a3cff7cc_wLuaA3CSqmMyxAShB7x4f-G3dTF7S1-E-II8m9kYlRY"
+const token = "erpgw_demo_3999776004efd43ca5ca39186f4b49f5_mAliZOWh_OsfcW0aZtBc_yS_VorP-s__q7sEhLp-KQX2q8Xr-AnyGe1K1NvIlIvt73BF0Pme7RHr3GzFI4W_Ag"
 
 // server is the demo instance as make run serves it (its token required),
 // on the test database, behind edit, which may break the answers.

@@ -58,7 +58,7 @@ func main() {
 	flag.StringVar(&o.instances, "instances", "infra/instances.demo.json", "instances file")
 	flag.StringVar(&o.access, "access", "infra/access.demo.json", "access document the token is minted with")
 	flag.StringVar(&o.instance, "instance", "demo", "instance to load")
-	flag.StringVar(&o.token, "token", "erpgw_demo_8c04364041cbd740c97a63c0a3cff7cc_wLuaA3CSqmMyxAShB7x4f-G3dTF7S1-E-II8m9kYlRY", "bearer token of the instance")
+	flag.StringVar(&o.token, "token", "erpgw_demo_3999776004efd43ca5ca39186f4b49f5_mAliZOWh_OsfcW0aZtBc_yS_VorP-s__q7sEhLp-KQX2q8Xr-AnyGe1K1NvIlIvt73BF0Pme7RHr3GzFI4W_Ag", "bearer token of the instance")
 	flag.StringVar(&levels, "levels", "1,4,16", "client counts, comma-separated")
 	flag.DurationVar(&o.duration, "duration", 5*time.Second, "length of each measurement")
 	flag.IntVar(&o.mixed, "mixed", 5000, "mixed requests of the hygiene phase (0 skips it)")

@@ -48,15 +48,11 @@ func neighbour(ctx context.Context, o options, d time.Duration, clients int) err
 		return err
 	}
 	defer os.RemoveAll(dir)
-	key, err := access.NewKey()
+	signer, err := access.NewSigner("load")
 	if err != nil {
 		return err
 	}
-	accessDoc := []byte(`{"keys":{"load":"` + key + `"}}`)
-	doc, err := access.Parse(accessDoc)
-	if err != nil {
-		return err
-	}
+	accessDoc := []byte(`{"keys":{"load":"` + signer.PublicKey() + `"}}`)
 	instancesDoc, err := json.Marshal(map[string]tenants.Instance{"a": hanging, "b": healthy})
 	if err != nil {
 		return err
@@ -76,8 +72,8 @@ func neighbour(ctx context.Context, o options, d time.Duration, clients int) err
 	}
 	defer srv.stop()
 
-	tokenA, _, _ := doc.Mint("a", "", erp.Limits{})
-	tokenB, _, _ := doc.Mint("b", "", erp.Limits{})
+	tokenA, _, _ := signer.Mint("a", erp.Limits{})
+	tokenB, _, _ := signer.Mint("b", erp.Limits{})
 	fmt.Printf("\nNoisy neighbour: instance a accepts connections and never answers (database deadline %s), instance b is the demo database; %d clients each, %s per phase.\n", neighbourTimeout, clients, d)
 
 	alone, err := neighbourPhase(ctx, baseURL(srv.addr, "b"), tokenB, "", "", clients, d, false)

@@ -1,6 +1,7 @@
-// Command minttoken mints a bearer token for one instance with a key of the
-// access document, or makes a new key for that document (README, "Tokens").
-// The token is shown once and stored nowhere; its id is what revokes it.
+// Command minttoken mints a bearer token for one instance with a signing
+// key, or makes a new signing key and the public key the access document
+// holds for it (README, "Tokens"). The token is shown once and stored
+// nowhere; its id is what revokes it.
 package main
 
 import (
@@ -33,23 +34,24 @@ func main() {
 func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("minttoken", flag.ContinueOnError)
 	instance := fs.String("instance", "", "the instance the token opens")
-	file := fs.String("access", "", "access document file (local)")
-	secret := fs.String("access-secret", "", "Secrets Manager id of the access document (AWS)")
-	keyID := fs.String("key", "", "key id to mint with (default: the document's mint_key)")
-	newKey := fs.Bool("new-key", false, "print a new random key for the access document instead")
+	file := fs.String("signing-key", "", "signing key file (make token-key made it)")
+	secret := fs.String("signing-key-secret", "", "Secrets Manager id of the signing key (AWS), one the functions cannot read")
+	newKey := fs.String("new-key", "", "make a new signing key with this id instead, and print it and its public key")
 	readOnly := fs.Bool("read-only", false, "the token may only read (executequery)")
 	claves := fs.String("claves", "", "comma-separated CLAVEs: the only operations the token may run")
-	expires := fs.String("expires", "", "last day the token works (YYYY-MM-DD, through 23:59:59 UTC), an RFC 3339 instant, or never (default: a year from today)")
+	expires := fs.String("expires", "", "last day the token works (YYYY-MM-DD, through 23:59:59 UTC), an RFC 3339 instant, a duration from now (2h), or never (default: a year from today)")
+	onlyToken := fs.Bool("only-token", false, "print the token alone (make deploy's hook token)")
 	catalogFile := fs.String("catalog", "", "catalog the CLAVEs are checked against (default: the built-in one)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *newKey {
-		key, err := access.NewKey()
+	if *newKey != "" {
+		signer, err := access.NewSigner(*newKey)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "new key (add it under \"keys\" with an id of your choice, e.g. %q; it is a secret):\n%s\n", "2026-11", key)
+		fmt.Fprintf(out, "new signing key (keep it where only whoever mints can read it: a file, or a secret the functions cannot read; it is shown once):\n%s", signer.JSON())
+		fmt.Fprintf(out, "its public key, for the access document's \"keys\" (add it beside the old one to rotate):\n\"%s\": \"%s\"\n", signer.KeyID(), signer.PublicKey())
 		return nil
 	}
 	if !erp.ValidInstanceName(*instance) {
@@ -63,13 +65,20 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	doc, err := access.Parse(data)
+	signer, err := access.ParseSigner(data)
+	if err != nil {
+		if _, isDoc := access.Parse(data); isDoc == nil {
+			return errors.New("that is an access document, which holds public keys only and cannot mint: give the signing key (make token-key made it)")
+		}
+		return err
+	}
+	token, id, err := signer.Mint(*instance, limits)
 	if err != nil {
 		return err
 	}
-	token, id, err := doc.Mint(*instance, *keyID, limits)
-	if err != nil {
-		return err
+	if *onlyToken {
+		fmt.Fprintln(out, token)
+		return nil
 	}
 	fmt.Fprintf(out, "token for instance %s (give it to the integrator; it is stored nowhere):\n%s\n", *instance, token)
 	fmt.Fprintf(out, "token id (to revoke it, add it to the instance document's \"revoked_tokens\"): %s\n", id)
@@ -92,8 +101,10 @@ func parseLimits(readOnly bool, claves, expires, catalogFile string, now time.Ti
 			l.Expires = day.AddDate(0, 0, 1)
 		} else if at, err := time.Parse(time.RFC3339, expires); err == nil {
 			l.Expires = at.UTC()
+		} else if d, err := time.ParseDuration(expires); err == nil {
+			l.Expires = now.Add(d).UTC()
 		} else {
-			return l, fmt.Errorf("-expires %q: want YYYY-MM-DD or an RFC 3339 instant", expires)
+			return l, fmt.Errorf("-expires %q: want YYYY-MM-DD, an RFC 3339 instant, a duration such as 2h, or never", expires)
 		}
 		if !l.Expires.After(now) {
 			return l, fmt.Errorf("-expires %q is in the past", expires)
@@ -142,7 +153,7 @@ func describe(l erp.Limits) string {
 func load(ctx context.Context, file, secret string) ([]byte, error) {
 	switch {
 	case file != "" && secret != "":
-		return nil, errors.New("give -access or -access-secret, not both")
+		return nil, errors.New("give -signing-key or -signing-key-secret, not both")
 	case file != "":
 		return os.ReadFile(file)
 	case secret != "":
@@ -152,5 +163,5 @@ func load(ctx context.Context, file, secret string) ([]byte, error) {
 		}
 		return tenants.SecretString(ctx, secretsmanager.NewFromConfig(cfg), secret)
 	}
-	return nil, errors.New("give -access FILE or -access-secret ID: where the access document is")
+	return nil, errors.New("give -signing-key FILE or -signing-key-secret ID: where the signing key is")
 }

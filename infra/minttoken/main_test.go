@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/erp-gateway/gateway/shared/access"
+	"github.com/erp-gateway/gateway/shared/erp"
 )
 
 func TestParseLimits(t *testing.T) {
@@ -30,6 +31,7 @@ func TestParseLimits(t *testing.T) {
 		{"a write on a read-only token", true, "Set_Terceros", "", "", "Set_Terceros is a write"},
 		{"expired already", false, "", "2026-11-21", "", "in the past"},
 		{"not a date", false, "", "30/06/2027", "", "want YYYY-MM-DD"},
+		{"a duration", true, "", "2h", "", "reads only, until 2026-11-22T14:00:00Z (UTC)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -45,11 +47,12 @@ func TestParseLimits(t *testing.T) {
 	}
 }
 
-// TestMintsALimitedToken: the token printed opens its instance with the
-// limits asked for, and its id is the one printed.
+// TestMintsALimitedToken: the token printed with the demo signing key opens
+// its instance, in the demo access document, with the limits asked for,
+// and its id is the one printed; the access document alone cannot mint.
 func TestMintsALimitedToken(t *testing.T) {
 	var out bytes.Buffer
-	err := run(context.Background(), []string{"-instance", "acme", "-access", "../access.demo.json", "-read-only", "-expires", "2099-01-01"}, &out)
+	err := run(context.Background(), []string{"-instance", "acme", "-signing-key", "../signing-key.demo.json", "-read-only", "-expires", "2099-01-01"}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,8 +68,42 @@ func TestMintsALimitedToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, ok := doc.Verify("acme", m[1])
-	if !ok || g.TokenID != m[2] || !g.ReadOnly || g.Expires.Year() != 2099 {
-		t.Fatalf("Verify = %+v, %v", g, ok)
+	g, err := doc.Verify("acme", m[1])
+	if err != nil || g.TokenID != m[2] || !g.ReadOnly || g.Expires.Year() != 2099 {
+		t.Fatalf("Verify = %+v, %v", g, err)
+	}
+	err = run(context.Background(), []string{"-instance", "acme", "-signing-key", "../access.demo.json"}, &out)
+	if err == nil || !strings.Contains(err.Error(), "public keys only") {
+		t.Fatalf("minting with the access document: %v", err)
+	}
+}
+
+// TestNewKeyMintsWhatItsPublicKeyVerifies: make token-key's signing key
+// mints tokens the access document it prints the entry for verifies.
+func TestNewKeyMintsWhatItsPublicKeyVerifies(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"-new-key", "2026-11"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	start, end := strings.Index(text, "{"), strings.Index(text, "}")
+	entry := regexp.MustCompile(`(?m)^("2026-11": "[^"]+")$`).FindStringSubmatch(text)
+	if start < 0 || end < start || entry == nil {
+		t.Fatalf("output: %s", text)
+	}
+	signer, err := access.ParseSigner([]byte(text[start : end+1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := access.Parse([]byte(`{"keys":{` + entry[1] + `}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, _, err := signer.Mint("acme", erp.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := doc.Verify("acme", token); err != nil {
+		t.Fatal(err)
 	}
 }

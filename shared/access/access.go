@@ -1,16 +1,17 @@
 // Package access decides, before any per-instance work, whether a request's
-// credentials can open an instance. Tokens carry their own proof: a MAC over
-// the instance name, made with a key of the access document, which every
-// execution environment reads at start-up and again every few minutes. A request whose token does not
-// hold for the name it asks for is refused without a lookup, a cache entry or
-// a connection, whether that name exists or not.
+// credentials can open an instance. Tokens carry their own proof: an Ed25519
+// signature over the instance name, made with a signing key that only
+// whoever mints holds (Signer). The access document, which every execution
+// environment reads at start-up and again every few minutes, holds the
+// public keys alone: nothing that checks tokens can mint one. A request
+// whose token does not hold for the name it asks for is refused without a
+// lookup, a cache entry or a connection, whether that name exists or not.
 package access
 
 import (
 	"bytes"
-	"crypto/hmac"
+	"crypto/ed25519"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -23,62 +24,57 @@ import (
 	"github.com/erp-gateway/gateway/shared/erp"
 )
 
-// Token layouts: erpgw_<key id>_<token id>_<mac>, and with limits
-// erpgw_<key id>_<token id>.<limits>_<mac>. The token id is 128 random bits
-// in lower-case hex, the limits JSON in base64url, the MAC 256 bits in
-// base64url (which may hold "_", so it comes last, at a fixed length).
+// Token layouts: erpgw_<key id>_<token id>_<signature>, and with limits
+// erpgw_<key id>_<token id>.<limits>_<signature>. The token id is 128 random
+// bits in lower-case hex, the limits JSON in base64url, the signature 64
+// bytes in base64url (which may hold "_", so it comes last, at a fixed
+// length).
 const (
 	prefix  = "erpgw_"
 	idBytes = 16
-	macLen  = 43 // base64url of 32 bytes, unpadded
-	// domain and domainLimited separate these MACs from any other use of a
-	// key.
-	domain        = "erpgw token v1\n"
-	domainLimited = "erpgw token v2\n"
+	sigLen  = 86 // base64url of an Ed25519 signature, unpadded
+	// retiredLen is the proof's length in the tokens of the retired kind,
+	// HMACs made with a key the checkers shared.
+	retiredLen = 43
+	// domain separates these signatures from any other use of a key.
+	domain = "erpgw token v3\n"
 	// MaxTokenLength bounds what a token's check reads.
 	MaxTokenLength = 2048
-	// MinKeyBytes is the shortest key accepted: HMAC-SHA256's own size.
-	MinKeyBytes = 32
 )
 
+var validKeyID = regexp.MustCompile(`^[A-Za-z0-9-]{1,32}$`)
+
+// DemoKey is the public key of infra/access.demo.json, whose signing key
+// (infra/signing-key.demo.json) is published with the README's demo token: a
+// document that holds it opens every instance to anyone who read the README
+// (Options.RefuseDemoKey).
+const DemoKey = "NB52qdQ42oKcRDzMzbeAYRAZaIUpkgUJfrVLt2ma4AU="
+
+// The token errors Verify tells apart.
 var (
-	validKeyID = regexp.MustCompile(`^[A-Za-z0-9-]{1,32}$`)
+	// ErrRetired: a token of the retired kind, whose holder needs a new one.
+	ErrRetired = errors.New("a token signed with a shared key, which is no longer accepted")
+	errInvalid = errors.New("not a token of this document's keys for this instance")
 )
 
-// DemoKey is the key of infra/access.demo.json, published with the README's
-// demo token: a document that holds it opens every instance to anyone who
-// read the README (Options.RefuseDemoKey).
-const DemoKey = "rzPh6y3fijkDbr7PxHPvf2VSe0v+puGM/93yQKw6v3k="
-
-// HoldsDemoKey reports whether the document has DemoKey under any id.
-func (d *Document) HoldsDemoKey() bool {
-	demo, _ := base64.StdEncoding.DecodeString(DemoKey)
-	for _, k := range d.keys {
-		if hmac.Equal(k, demo) {
-			return true
-		}
-	}
-	return false
-}
-
-// Document is the access document (README, "Tokens"). It is safe for
-// concurrent use: nothing changes it after Parse.
+// Document is the access document (README, "Tokens"): the public keys
+// tokens are checked with. It is safe for concurrent use: nothing changes
+// it after Parse.
 type Document struct {
-	keys      map[string][]byte
-	mintKey   string
+	keys      map[string]ed25519.PublicKey
 	anonymous map[string]bool
-	// spare stands in for an unknown key id, so a token naming one costs the
-	// same MAC as any other.
-	spare []byte
 }
 
 type documentJSON struct {
 	Keys      map[string]string `json:"keys"`
-	MintKey   string            `json:"mint_key"`
 	Anonymous []string          `json:"anonymous"`
 }
 
-// Parse checks an access document. Its errors never quote a key.
+// spare stands in for an unknown key id, so a token naming one costs the
+// same check as any other; no signature verifies with it.
+var spare = ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)).Public().(ed25519.PublicKey)
+
+// Parse checks an access document.
 func Parse(data []byte) (*Document, error) {
 	var raw documentJSON
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -91,7 +87,7 @@ func Parse(data []byte) (*Document, error) {
 		}
 		return nil, errors.New("access document: not a valid JSON object")
 	}
-	d := &Document{keys: make(map[string][]byte, len(raw.Keys)), mintKey: raw.MintKey, anonymous: map[string]bool{}}
+	d := &Document{keys: make(map[string]ed25519.PublicKey, len(raw.Keys)), anonymous: map[string]bool{}}
 	if len(raw.Keys) == 0 {
 		return nil, errors.New(`access document: "keys" names no key`)
 	}
@@ -99,19 +95,11 @@ func Parse(data []byte) (*Document, error) {
 		if !validKeyID.MatchString(id) {
 			return nil, fmt.Errorf("access document: key id %q: want 1 to 32 letters, digits or -", id)
 		}
-		key, err := decodeKey(enc)
+		key, err := decode(enc, ed25519.PublicKeySize, "an Ed25519 public key")
 		if err != nil {
 			return nil, fmt.Errorf("access document: key %q: %w", id, err)
 		}
 		d.keys[id] = key
-	}
-	if d.mintKey == "" && len(d.keys) == 1 {
-		for id := range d.keys {
-			d.mintKey = id
-		}
-	}
-	if _, ok := d.keys[d.mintKey]; !ok && d.mintKey != "" {
-		return nil, fmt.Errorf("access document: mint_key %q is not one of the keys", d.mintKey)
 	}
 	for i, name := range raw.Anonymous {
 		if !erp.ValidInstanceName(name) {
@@ -119,29 +107,20 @@ func Parse(data []byte) (*Document, error) {
 		}
 		d.anonymous[name] = true
 	}
-	d.spare = make([]byte, MinKeyBytes)
 	return d, nil
 }
 
-func decodeKey(s string) ([]byte, error) {
+// decode reads a key of size bytes in base64; its errors never quote it.
+func decode(s string, size int, what string) ([]byte, error) {
 	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
 		if key, err := enc.DecodeString(s); err == nil {
-			if len(key) < MinKeyBytes {
-				return nil, fmt.Errorf("%d bytes; want at least %d (make token-key)", len(key), MinKeyBytes)
+			if len(key) != size {
+				return nil, fmt.Errorf("%d bytes; want %s, %d bytes (make token-key)", len(key), what, size)
 			}
 			return key, nil
 		}
 	}
 	return nil, errors.New("not base64 (make token-key)")
-}
-
-// NewKey returns a fresh random key, base64-encoded as the document holds it.
-func NewKey() (string, error) {
-	b := make([]byte, MinKeyBytes)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("making a key: %w", err)
-	}
-	return base64.StdEncoding.EncodeToString(b), nil
 }
 
 // KeyIDs lists the document's key ids, sorted.
@@ -154,18 +133,78 @@ func (d *Document) KeyIDs() []string {
 	return ids
 }
 
-// Mint makes a token for instance with key keyID (the document's mint_key
-// when empty), narrowed by limits, and returns it with its id, the handle
-// that revokes it. A token without limits has the first layout, which
-// gateways before limits also accept.
-func (d *Document) Mint(instance, keyID string, limits erp.Limits) (token, id string, err error) {
-	if keyID == "" {
-		keyID = d.mintKey
+// HoldsDemoKey reports whether the document has DemoKey under any id.
+func (d *Document) HoldsDemoKey() bool {
+	demo, _ := base64.StdEncoding.DecodeString(DemoKey)
+	for _, k := range d.keys {
+		if bytes.Equal(k, demo) {
+			return true
+		}
 	}
-	key, ok := d.keys[keyID]
-	if !ok {
-		return "", "", fmt.Errorf("no key %q in the access document (it has %s; set mint_key)", keyID, strings.Join(d.KeyIDs(), ", "))
+	return false
+}
+
+// Signer mints tokens with one signing key: whoever mints (make token)
+// holds it, in a file or a secret the functions cannot read; the access
+// document holds its public key under its id.
+type Signer struct {
+	keyID string
+	key   ed25519.PrivateKey
+}
+
+type signerJSON struct {
+	KeyID      string `json:"key_id"`
+	PrivateKey string `json:"private_key"`
+}
+
+// NewSigner makes a signing key with a fresh random key pair.
+func NewSigner(keyID string) (*Signer, error) {
+	if !validKeyID.MatchString(keyID) {
+		return nil, fmt.Errorf("key id %q: want 1 to 32 letters, digits or -", keyID)
 	}
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("making a key: %w", err)
+	}
+	return &Signer{keyID: keyID, key: key}, nil
+}
+
+// ParseSigner reads a signing key file ({"key_id", "private_key": the
+// 32-byte Ed25519 seed in base64}); its errors never quote the key.
+func ParseSigner(data []byte) (*Signer, error) {
+	var raw signerJSON
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		return nil, errors.New(`signing key: not a JSON object of "key_id" and "private_key" (make token-key)`)
+	}
+	if !validKeyID.MatchString(raw.KeyID) {
+		return nil, fmt.Errorf("signing key: key_id %q: want 1 to 32 letters, digits or -", raw.KeyID)
+	}
+	seed, err := decode(raw.PrivateKey, ed25519.SeedSize, "an Ed25519 private key (its seed)")
+	if err != nil {
+		return nil, fmt.Errorf("signing key: private_key: %w", err)
+	}
+	return &Signer{keyID: raw.KeyID, key: ed25519.NewKeyFromSeed(seed)}, nil
+}
+
+// JSON is the signing key as its file holds it: a secret.
+func (s *Signer) JSON() []byte {
+	b, _ := json.MarshalIndent(signerJSON{KeyID: s.keyID, PrivateKey: base64.StdEncoding.EncodeToString(s.key.Seed())}, "", "  ")
+	return append(b, '\n')
+}
+
+// KeyID is the id the access document holds the public key under.
+func (s *Signer) KeyID() string { return s.keyID }
+
+// PublicKey is the public key, in base64 as the access document holds it.
+func (s *Signer) PublicKey() string {
+	return base64.StdEncoding.EncodeToString(s.key.Public().(ed25519.PublicKey))
+}
+
+// Mint makes a token for instance, narrowed by limits, and returns it with
+// its id, the handle that revokes it.
+func (s *Signer) Mint(instance string, limits erp.Limits) (token, id string, err error) {
 	if err := checkLimits(limits); err != nil {
 		return "", "", err
 	}
@@ -174,19 +213,23 @@ func (d *Document) Mint(instance, keyID string, limits erp.Limits) (token, id st
 		return "", "", fmt.Errorf("minting a token: %w", err)
 	}
 	id = hex.EncodeToString(b)
-	if !limits.Narrowed() {
-		return prefix + keyID + "_" + id + "_" + base64.RawURLEncoding.EncodeToString(mac(key, instance, id, "")), id, nil
+	scope := ""
+	if limits.Narrowed() {
+		limits.Expires = limits.Expires.UTC()
+		data, err := json.Marshal(limits)
+		if err != nil {
+			return "", "", fmt.Errorf("minting a token: %w", err)
+		}
+		scope = base64.RawURLEncoding.EncodeToString(data)
+		if len(prefix+s.keyID+id+scope)+3+sigLen > MaxTokenLength {
+			return "", "", fmt.Errorf("the limits make the token longer than %d characters: name fewer CLAVEs", MaxTokenLength)
+		}
 	}
-	limits.Expires = limits.Expires.UTC()
-	data, err := json.Marshal(limits)
-	if err != nil {
-		return "", "", fmt.Errorf("minting a token: %w", err)
+	sig := base64.RawURLEncoding.EncodeToString(ed25519.Sign(s.key, message(instance, id, scope)))
+	if scope != "" {
+		return prefix + s.keyID + "_" + id + "." + scope + "_" + sig, id, nil
 	}
-	scope := base64.RawURLEncoding.EncodeToString(data)
-	if len(prefix+keyID+id+scope)+3+macLen > MaxTokenLength {
-		return "", "", fmt.Errorf("the limits make the token longer than %d characters: name fewer CLAVEs", MaxTokenLength)
-	}
-	return prefix + keyID + "_" + id + "." + scope + "_" + base64.RawURLEncoding.EncodeToString(mac(key, instance, id, scope)), id, nil
+	return prefix + s.keyID + "_" + id + "_" + sig, id, nil
 }
 
 func checkLimits(l erp.Limits) error {
@@ -198,50 +241,42 @@ func checkLimits(l erp.Limits) error {
 	return nil
 }
 
-// mac is the token's proof. A token with limits (scope, as the token spells
-// it) has its own domain, so no MAC of one layout is valid in the other.
-func mac(key []byte, instance, id, scope string) []byte {
-	m := hmac.New(sha256.New, key)
-	if scope == "" {
-		m.Write([]byte(domain))
-	} else {
-		m.Write([]byte(domainLimited))
-	}
-	m.Write([]byte(instance))
-	m.Write([]byte{'\n'})
-	m.Write([]byte(id))
-	if scope != "" {
-		m.Write([]byte{'\n'})
-		m.Write([]byte(scope))
-	}
-	return m.Sum(nil)
+// message is what a token's signature signs: the instance, the id and the
+// limits as the token spells them.
+func message(instance, id, scope string) []byte {
+	return []byte(domain + instance + "\n" + id + "\n" + scope)
 }
 
-// Verify reports whether token was minted for instance by one of the
-// document's keys, and returns its id and limits. Its cost does not depend
-// on the instance, and hardly on the token; the limits are decoded only
-// once the MAC holds, so a stranger's bytes are never parsed.
-func (d *Document) Verify(instance, token string) (erp.Grant, bool) {
+// Verify reports whether token was signed for instance by one of the
+// document's keys, and returns its id and limits; ErrRetired for a token of
+// the retired kind. Its cost does not depend on the instance, and hardly on
+// the token; the limits are decoded only once the signature holds, so a
+// stranger's bytes are never parsed.
+func (d *Document) Verify(instance, token string) (erp.Grant, error) {
 	rest, hasPrefix := strings.CutPrefix(token, prefix)
-	n := len(rest) - macLen - 1
+	n := len(rest) - sigLen - 1
+	if hasPrefix && n < 0 || hasPrefix && rest[n] != '_' {
+		if r := len(rest) - retiredLen - 1; r > 0 && rest[r] == '_' {
+			return erp.Grant{}, ErrRetired
+		}
+	}
 	if !hasPrefix || len(token) > MaxTokenLength || n < 0 || rest[n] != '_' {
-		return erp.Grant{}, false
+		return erp.Grant{}, errInvalid
 	}
 	keyID, idScope, _ := strings.Cut(rest[:n], "_")
 	id, scope, limited := strings.Cut(idScope, ".")
 	if !erp.ValidTokenID(id) || (limited && scope == "") {
-		return erp.Grant{}, false
+		return erp.Grant{}, errInvalid
 	}
 	key, known := d.keys[keyID]
 	if !known {
-		key = d.spare
+		key = spare
 	}
-	// Strict: the MAC's two spare bits must be zero, so a token has one
+	// Strict: the signature's spare bits must be zero, so a token has one
 	// spelling.
-	got, err := base64.RawURLEncoding.Strict().DecodeString(rest[n+1:])
-	want := mac(key, instance, id, scope)
-	if err != nil || !hmac.Equal(got, want) || !known {
-		return erp.Grant{}, false
+	sig, err := base64.RawURLEncoding.Strict().DecodeString(rest[n+1:])
+	if err != nil || len(sig) != ed25519.SignatureSize || !ed25519.Verify(key, message(instance, id, scope), sig) || !known {
+		return erp.Grant{}, errInvalid
 	}
 	g := erp.Grant{TokenID: id}
 	if limited {
@@ -249,15 +284,15 @@ func (d *Document) Verify(instance, token string) (erp.Grant, bool) {
 		// restriction must never be ignored.
 		data, err := base64.RawURLEncoding.Strict().DecodeString(scope)
 		if err != nil {
-			return erp.Grant{}, false
+			return erp.Grant{}, errInvalid
 		}
 		dec := json.NewDecoder(bytes.NewReader(data))
 		dec.DisallowUnknownFields()
 		if dec.Decode(&g.Limits) != nil || checkLimits(g.Limits) != nil {
-			return erp.Grant{}, false
+			return erp.Grant{}, errInvalid
 		}
 	}
-	return g, true
+	return g, nil
 }
 
 // Anonymous reports whether instance lets requests in without a token.

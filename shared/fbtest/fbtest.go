@@ -76,15 +76,27 @@ func Open(t testing.TB, cfg erp.Connection) *sql.DB {
 	return db
 }
 
+// Keys is an access document and the signing key its tokens are minted
+// with: an operator's two halves, for tests.
+type Keys struct {
+	*access.Document
+	Signer *access.Signer
+}
+
+// Mint mints a token for instance with the signing key.
+func (k *Keys) Mint(instance string, limits erp.Limits) (token, id string, err error) {
+	return k.Signer.Mint(instance, limits)
+}
+
 // Access returns an access document with a fresh key, parsed and as JSON,
-// letting the named instances in without a token.
-func Access(t testing.TB, anonymous ...string) (*access.Document, []byte) {
+// letting the named instances in without a token, and its signing key.
+func Access(t testing.TB, anonymous ...string) (*Keys, []byte) {
 	t.Helper()
-	key, err := access.NewKey()
+	signer, err := access.NewSigner("test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := json.Marshal(map[string]any{"keys": map[string]string{"test": key}, "anonymous": append([]string{}, anonymous...)})
+	data, err := json.Marshal(map[string]any{"keys": map[string]string{signer.KeyID(): signer.PublicKey()}, "anonymous": append([]string{}, anonymous...)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,13 +104,13 @@ func Access(t testing.TB, anonymous ...string) (*access.Document, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return doc, data
+	return &Keys{Document: doc, Signer: signer}, data
 }
 
-// Token mints a token of doc for instance.
-func Token(t testing.TB, doc *access.Document, instance string) string {
+// Token mints a token of keys for instance.
+func Token(t testing.TB, keys *Keys, instance string) string {
 	t.Helper()
-	token, _, err := doc.Mint(instance, "", erp.Limits{})
+	token, _, err := keys.Mint(instance, erp.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func TestAccessControl(t *testing.T) {
 	})
 	tokenA, tokenB := fbtest.Token(t, e.acc, "a"), fbtest.Token(t, e.acc, "b")
 	kept := fbtest.Token(t, e.acc, "r")
-	revoked, revokedID, err := e.acc.Mint("r", "", erp.Limits{})
+	revoked, revokedID, err := e.acc.Mint("r", erp.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestAccessControl(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := &countingInstances{Instances: file}
-	h := gateway.New(gateway.Config{}, e.cat, access.Static(e.acc), src, e.db, slog.New(slog.DiscardHandler))
+	h := gateway.New(gateway.Config{}, e.cat, access.Static(e.acc.Document), src, e.db, slog.New(slog.DiscardHandler))
 
 	const body = `{"CLAVE":"Get_Terceros","CODIGO":"800000000"}`
 	send := func(p string, auth []string, ctx context.Context) *httptest.ResponseRecorder {
@@ -151,10 +151,10 @@ func TestAccessControl(t *testing.T) {
 func TestTokenLimits(t *testing.T) {
 	e := newEnv(t, gateway.Config{}, map[string]any{"a": tenants.Instance{Connection: fbtest.Demo(t)}})
 	src := &countingInstances{Instances: e.src}
-	h := gateway.New(gateway.Config{}, e.cat, access.Static(e.acc), src, e.db, slog.New(slog.NewTextHandler(&lockedWriter{w: e.log}, nil)))
+	h := gateway.New(gateway.Config{}, e.cat, access.Static(e.acc.Document), src, e.db, slog.New(slog.NewTextHandler(&lockedWriter{w: e.log}, nil)))
 	admin := fbtest.Open(t, fbtest.Admin(t, fbtest.Demo(t)))
 	mint := func(l erp.Limits) (string, string) {
-		token, id, err := e.acc.Mint("a", "", l)
+		token, id, err := e.acc.Mint("a", l)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -183,7 +183,7 @@ func TestBatchOfAReadOnlyToken(t *testing.T) {
 	cfg := fbtest.Demo(t)
 	admin := fbtest.Open(t, fbtest.Admin(t, cfg))
 	e := newEnv(t, gateway.Config{}, map[string]any{"demo": tenants.Instance{Connection: cfg}})
-	token, _, err := e.acc.Mint("demo", "", erp.Limits{ReadOnly: true})
+	token, _, err := e.acc.Mint("demo", erp.Limits{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func TestBatchOfAReadOnlyToken(t *testing.T) {
 
 func TestBatchUnderAnIdempotencyKey(t *testing.T) {
 	e, _, admin := keysEnv(t, true)
-	token, id, err := e.acc.Mint("demo", "", erp.Limits{})
+	token, id, err := e.acc.Mint("demo", erp.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func BenchmarkGetReferencias(b *testing.B) {
 		token := fbtest.Token(b, e.acc, "demo")
 		// As in production, one JSON line per request; written nowhere, so
 		// the benchmark does not measure a growing in-memory log.
-		e.h = gateway.New(gateway.Config{}, e.cat, access.Static(e.acc), e.src, e.db, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+		e.h = gateway.New(gateway.Config{}, e.cat, access.Static(e.acc.Document), e.src, e.db, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 		const body = `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`
 		p := path("demo", "executequery")
 		b.ReportAllocs()
@@ -108,7 +108,7 @@ func BenchmarkBatch(b *testing.B) {
 	b.Run("batch-100", func(b *testing.B) {
 		e := newEnv(b, gateway.Config{}, map[string]any{"demo": tenants.Instance{Connection: fbtest.Demo(b)}})
 		token := fbtest.Token(b, e.acc, "demo")
-		e.h = gateway.New(gateway.Config{}, e.cat, access.Static(e.acc), e.src, e.db, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+		e.h = gateway.New(gateway.Config{}, e.cat, access.Static(e.acc.Document), e.src, e.db, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 		body := "[" + strings.Join(calls, ",") + "]"
 		p := path("demo", "executequery")
 		for b.Loop() {
@@ -175,7 +175,7 @@ func BenchmarkWrite(b *testing.B) {
 		b.Run(w.name, func(b *testing.B) {
 			e := newEnv(b, gateway.Config{}, map[string]any{"demo": tenants.Instance{Connection: cfg, Idempotency: true}})
 			token := fbtest.Token(b, e.acc, "demo")
-			e.h = gateway.New(gateway.Config{}, e.cat, access.Static(e.acc), e.src, e.db, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+			e.h = gateway.New(gateway.Config{}, e.cat, access.Static(e.acc.Document), e.src, e.db, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 			p := path("demo", "execute")
 			run, i := time.Now().UnixNano()%1e8, 0
 			write := func(keyed bool) {

@@ -118,7 +118,7 @@ func doctorEnv(t *testing.T) (http.Handler, *strings.Builder) {
 	}
 	e := demoEnv(t, gateway.Config{})
 	logs := &strings.Builder{}
-	return gateway.New(gateway.Config{}, cat, access.Static(e.acc), e.src, e.db, slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil))), logs
+	return gateway.New(gateway.Config{}, cat, access.Static(e.acc.Document), e.src, e.db, slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil))), logs
 }
 
 func TestACallTheDatabaseCannotRunIsExplained(t *testing.T) {
@@ -169,12 +169,12 @@ func TestHealth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r = do(t, gateway.New(gateway.Config{}, usage, access.Static(e.acc), e.src, e.db, slog.New(slog.DiscardHandler)), http.MethodGet, "/demo/health", "")
+	r = do(t, gateway.New(gateway.Config{}, usage, access.Static(e.acc.Document), e.src, e.db, slog.New(slog.DiscardHandler)), http.MethodGet, "/demo/health", "")
 	if want := `{"cod_error":1201,"status":"failing","findings":[{"clave":"Get_Doc_Sin_Usage","fatal":true,"finding":` + strconv.Quote(sinUsage) + `}]}`; r.Status != 503 || r.Raw != want {
 		t.Fatalf("HTTP %d %s\nwant 503 %s", r.Status, r.Raw, want)
 	}
 
-	spec := gateway.New(gateway.Config{}, catalog.Default(), access.Static(e.acc), e.src, e.db, slog.New(slog.DiscardHandler))
+	spec := gateway.New(gateway.Config{}, catalog.Default(), access.Static(e.acc.Document), e.src, e.db, slog.New(slog.DiscardHandler))
 	tests := []struct {
 		name, method, path string
 		status             int
@@ -217,7 +217,7 @@ func TestHealthSeesAProcedureChangedAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := demoEnv(t, gateway.Config{})
-	h := gateway.New(gateway.Config{}, cat, access.Static(e.acc), e.src, e.db, slog.New(slog.DiscardHandler))
+	h := gateway.New(gateway.Config{}, cat, access.Static(e.acc.Document), e.src, e.db, slog.New(slog.DiscardHandler))
 	health := func(status int, body string) {
 		t.Helper()
 		if r := do(t, h, http.MethodGet, "/demo/health", ""); r.Status != status || r.Raw != body {
@@ -262,7 +262,7 @@ func (d *describeCounter) Describe(ctx context.Context, t erp.Target, procedures
 func TestHealthChecksAtOnceReadTheDatabaseOnce(t *testing.T) {
 	e := demoEnv(t, gateway.Config{})
 	db := &describeCounter{countingDB: e.db}
-	h := gateway.New(gateway.Config{}, catalog.Default(), access.Static(e.acc), e.src, db, slog.New(slog.DiscardHandler))
+	h := gateway.New(gateway.Config{}, catalog.Default(), access.Static(e.acc.Document), e.src, db, slog.New(slog.DiscardHandler))
 	var wg sync.WaitGroup
 	for range 16 {
 		wg.Go(func() {

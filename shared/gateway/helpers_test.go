@@ -52,7 +52,7 @@ type env struct {
 	h   http.Handler
 	cat *catalog.Catalog
 	src *tenants.File
-	acc *access.Document
+	acc *fbtest.Keys
 	db  *countingDB
 	log *strings.Builder
 }
@@ -151,7 +151,7 @@ func newEnvOpts(t testing.TB, cfg gateway.Config, opts firebird.Options, instanc
 	logs := &strings.Builder{}
 	log := slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	db := &countingDB{Database: idempotency.New(pools, append(sweepEvery, 0)[0])}
-	return &env{h: gateway.New(cfg, cat, access.Static(acc), src, db, log), cat: cat, src: src, acc: acc, db: db, log: logs}
+	return &env{h: gateway.New(cfg, cat, access.Static(acc.Document), src, db, log), cat: cat, src: src, acc: acc, db: db, log: logs}
 }
 
 type lockedWriter struct {

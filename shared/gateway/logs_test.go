@@ -43,9 +43,9 @@ func TestHealthOfALimitedToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := gateway.New(gateway.Config{}, cat, access.Static(e.acc), e.src, e.db, slog.New(slog.DiscardHandler))
+	h := gateway.New(gateway.Config{}, cat, access.Static(e.acc.Document), e.src, e.db, slog.New(slog.DiscardHandler))
 	health := func(limits erp.Limits) response {
-		token, _, err := e.acc.Mint("demo", "", limits)
+		token, _, err := e.acc.Mint("demo", limits)
 		if err != nil {
 			t.Fatal(err)
 		}

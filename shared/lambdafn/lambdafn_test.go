@@ -34,7 +34,7 @@ const (
 
 // newSecretsManager serves the instances' secrets and an access document,
 // returned for minting.
-func newSecretsManager(t testing.TB) (*awstest.SecretsManager, *access.Document) {
+func newSecretsManager(t testing.TB) (*awstest.SecretsManager, *fbtest.Keys) {
 	sm := awstest.Start(t, true)
 	doc, data := fbtest.Access(t)
 	sm.Put(accessID, string(data))
@@ -168,7 +168,7 @@ func TestInstancesFromSecretsManager(t *testing.T) {
 		}
 	})
 	t.Run("a revoked token stops opening its instance", func(t *testing.T) {
-		token, id, err := doc.Mint("sur", "", erp.Limits{})
+		token, id, err := doc.Mint("sur", erp.Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -364,11 +364,19 @@ func TestTheDemoKeyFromSecretsManagerRefusesTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { fn.Close() })
-	doc, err := access.Parse(demo)
+	key, err := os.ReadFile("../../infra/signing-key.demo.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp := get(t, fn, "demo", fbtest.Token(t, doc, "demo"))
+	signer, err := access.ParseSigner(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, _, err := signer.Mint("demo", erp.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := get(t, fn, "demo", token)
 	if resp.StatusCode != 503 || !strings.Contains(resp.Body, `"cod_error":1207`) || !strings.Contains(resp.Body, "make token-key") {
 		t.Fatalf("the demo key: %d %s", resp.StatusCode, resp.Body)
 	}

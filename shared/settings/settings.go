@@ -45,6 +45,7 @@ const (
 	EnvHookEndpoint      = "GATEWAY_HOOK_ENDPOINT"
 	EnvHookTarget        = "GATEWAY_HOOK_TARGET"
 	EnvHookInstance      = "GATEWAY_HOOK_INSTANCE"
+	EnvHookToken         = "GATEWAY_HOOK_TOKEN"
 )
 
 // Settings holds every variable's value, its default where it is unset;
@@ -70,6 +71,7 @@ type Settings struct {
 	LambdaLogLevel                     slog.Level
 	HookEndpoint                       catalog.Endpoint
 	HookTarget, HookInstance           string
+	HookToken                          string
 }
 
 // setting is one variable, a row of the README's table.
@@ -129,6 +131,7 @@ func table(s *Settings) []setting {
 		{EnvHookEndpoint, "", endpoint(&s.HookEndpoint), "Pre-traffic hooks: the endpoint whose new version is checked."},
 		{EnvHookTarget, "", text(&s.HookTarget), "Pre-traffic hooks: the ARN of the version checked."},
 		{EnvHookInstance, "", instance(&s.HookInstance), "Pre-traffic hooks: the instance the checks call; none, nothing is called."},
+		{EnvHookToken, "", text(&s.HookToken), "Pre-traffic hooks: the read-only token the checks call the instance with, minted at deploy time."},
 	}
 }
 
