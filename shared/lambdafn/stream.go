@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/erp-gateway/gateway/shared/gateway"
 )
 
 // HandleStream serves one API Gateway event whose integration streams its
@@ -22,7 +23,7 @@ func (f *Function) HandleStream(ctx context.Context, event events.APIGatewayProx
 	ctx, ids := f.requestContext(ctx, event)
 	req, err := f.adapter.EventToRequestWithContext(ctx, event)
 	if err != nil {
-		f.log.WarnContext(ctx, "unusable event", "request_id", ids.API, "lambda_request_id", ids.Lambda, "err", err)
+		f.log.WarnContext(ctx, "unusable event", "request_id", ids.API, "lambda_request_id", ids.Lambda, "err", gateway.Loggable(err.Error()))
 		bad := badEvent(ids.API)
 		return &events.APIGatewayProxyStreamingResponse{StatusCode: bad.StatusCode, MultiValueHeaders: bad.MultiValueHeaders, Body: strings.NewReader(bad.Body)}, nil
 	}
