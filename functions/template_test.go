@@ -172,6 +172,15 @@ func TestTemplateGatewayResponsesUseTheCatalogCodes(t *testing.T) {
 		if status := tplAt(got[kind], "statusCode"); (w.status == "" && status != nil) || (w.status != "" && status != w.status) {
 			t.Errorf("%s answers status %v, want %q", kind, status, w.status)
 		}
+		if h := tplAt(got[kind], "responseParameters", "gatewayresponse.header.X-Content-Type-Options"); h != "'nosniff'" {
+			t.Errorf("%s answers X-Content-Type-Options %v, want nosniff", kind, h)
+		}
+	}
+	// WAF's own answers carry it too.
+	for _, r := range tplList(tplAt(s.resources, "WebAcl", "Properties", "Rules")) {
+		if h := tplAt(r, "Action", "Block", "CustomResponse", "ResponseHeaders", 0); tplAt(h, "Name") != "X-Content-Type-Options" || tplAt(h, "Value") != "nosniff" {
+			t.Errorf("WAF rule %v answers without nosniff: %v", tplAt(r, "Name"), h)
+		}
 	}
 	// One answer for "too many requests", whoever refuses.
 	tplSame(t, "WAF's 429", tplAt(s.resources, "WebAcl", "Properties", "CustomResponseBodies", "TooManyRequests", "Content"),

@@ -141,30 +141,14 @@ func New(cfg Config, cat *catalog.Catalog, acc Access, instances Instances, db D
 	if cfg.ErrorPrefix == "" {
 		cfg.ErrorPrefix = DefaultErrorPrefix
 	}
-	if cfg.MaxBody <= 0 {
-		cfg.MaxBody = DefaultMaxBody
-	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	if cfg.BatchMax <= 0 {
-		cfg.BatchMax = DefaultBatchMax
-	}
-	if cfg.BatchBody <= 0 {
-		cfg.BatchBody = DefaultBatchBody
-	}
-	if cfg.BatchTimeout <= 0 {
-		cfg.BatchTimeout = DefaultBatchTimeout
-	}
-	if cfg.MaxAnswer <= 0 {
-		cfg.MaxAnswer = DefaultMaxAnswer
-	}
-	if cfg.KeyTTL <= 0 {
-		cfg.KeyTTL = DefaultKeyTTL
-	}
-	if cfg.StreamTimeout <= 0 {
-		cfg.StreamTimeout = DefaultStreamTimeout
-	}
+	positive(&cfg.MaxBody, DefaultMaxBody)
+	positive(&cfg.Timeout, DefaultTimeout)
+	positive(&cfg.BatchMax, DefaultBatchMax)
+	positive(&cfg.BatchBody, DefaultBatchBody)
+	positive(&cfg.BatchTimeout, DefaultBatchTimeout)
+	positive(&cfg.MaxAnswer, DefaultMaxAnswer)
+	positive(&cfg.KeyTTL, DefaultKeyTTL)
+	positive(&cfg.StreamTimeout, DefaultStreamTimeout)
 	if len(cfg.Endpoints) == 0 {
 		cfg.Endpoints = []catalog.Endpoint{catalog.ExecuteQuery, catalog.Execute}
 	}
@@ -176,6 +160,14 @@ func New(cfg Config, cat *catalog.Catalog, acc Access, instances Instances, db D
 	// function's CPU is billed while it compresses.
 	h.gzips.New = func() any { zw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed); return zw }
 	return h
+}
+
+// positive sets *v to def unless it is above zero: a zero Config takes
+// the defaults.
+func positive[T int | int64 | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

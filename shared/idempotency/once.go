@@ -101,14 +101,8 @@ func (d *Database) BatchOnce(ctx context.Context, t erp.Target, k erp.Key, body 
 			wait, cancel := reserved(ctx)
 			defer cancel()
 			err := s.Exec(wait, claimSQL, []any{k.Scope, k.Key, k.Clave, k.Fingerprint, time.Now().UTC()})
-			switch {
-			case firebird.Duplicate(err, KeyTable):
-				got = taken
-				return firebird.ErrRollback
-			case err != nil && wait.Err() != nil && ctx.Err() == nil:
-				got = outwaited
-				return firebird.ErrRollback
-			case err != nil:
+			if g, err, done := claimed(ctx, wait, err); done {
+				got = g
 				return err
 			}
 			if err := body(ctx, s); err != nil {
@@ -185,15 +179,11 @@ func (d *Database) write(ctx context.Context, t erp.Target, w write, k erp.Key, 
 		last, err := s.Write(wait, "keyed", w.Write, func(proc, rb catalog.Procedure) firebird.WriteParts {
 			return w.parts(proc, rb)
 		}, claim, out)
-		switch {
-		case firebird.Duplicate(err, KeyTable):
-			got = taken
-			return firebird.ErrRollback
-		case err != nil && wait.Err() != nil && ctx.Err() == nil:
-			got = outwaited
-			return firebird.ErrRollback
-		case err != nil:
+		if g, err, done := claimed(ctx, wait, err); done {
+			got = g
 			return err
+		}
+		switch {
 		case len(last) == 1 && (last[0] == nil || last[0] == int64(1)):
 			// The block kept the answer: its last row's GATEWAY$KEPT
 			// tells of the whole answer; one without rows always fits.
@@ -206,6 +196,22 @@ func (d *Database) write(ctx context.Context, t erp.Target, w write, k erp.Key, 
 		return s.Exec(ctx, keep, []any{answer, k.Scope, k.Key})
 	})
 	return got, err
+}
+
+// claimed reads err, what the statement that claims a key (alone or in a
+// write's block) returned, run with wait (reserved): the key taken
+// already, the claim still waiting at the reserve, another failure (done),
+// or the key claimed (not done).
+func claimed(ctx, wait context.Context, err error) (got found, _ error, done bool) {
+	switch {
+	case firebird.Duplicate(err, KeyTable):
+		return taken, firebird.ErrRollback, true
+	case err != nil && wait.Err() != nil && ctx.Err() == nil:
+		return outwaited, firebird.ErrRollback, true
+	case err != nil:
+		return ran, err, true
+	}
+	return ran, nil, false
 }
 
 // reserved is ctx less the reserve of a keyed write's block.
