@@ -2,12 +2,17 @@
 SHELL := /bin/bash
 ADDR ?= 127.0.0.1:3000
 INSTANCES ?= infra/instances.demo.json
+# With the demo's instances file, the tools that check CLAVEs take the demo's
+# catalog, as make run serves it, unless CATALOG says otherwise; make build and
+# make deploy never do.
+DEMO_CATALOG := infra/catalog.demo.json
+TOOLS_CATALOG = $(or $(CATALOG),$(if $(filter infra/instances.demo.json,$(INSTANCES)),$(DEMO_CATALOG)))
 # The demo key is public: make run uses it; make serve needs ACCESS=file.
 DEMO_ACCESS := infra/access.demo.json
 DEMO_SIGNING_KEY := infra/signing-key.demo.json
 FB := infra/firebird.sh
 FB_DATA ?= /var/lib/firebird/3.0/data
-BASE := http://$(ADDR)/demo/RestServerIsapi.dll/api/v1/TServiceRestInterface
+DEMO_URL := http://$(ADDR)/demo/RestServerIsapi.dll/api/v1/TServiceRestInterface
 # The demo instance's token, minted with infra/signing-key.demo.json (public).
 DEMO_TOKEN := erpgw_demo_3999776004efd43ca5ca39186f4b49f5_mAliZOWh_OsfcW0aZtBc_yS_VorP-s__q7sEhLp-KQX2q8Xr-AnyGe1K1NvIlIvt73BF0Pme7RHr3GzFI4W_Ag
 
@@ -31,7 +36,7 @@ help:
 # token (a year when not given; EXPIRES=never for none; README, "Tokens").
 token:
 	@go run ./infra/minttoken -instance '$(INSTANCE)' $(if $(SIGNING_KEY_SECRET),-signing-key-secret '$(SIGNING_KEY_SECRET)',-signing-key '$(or $(SIGNING_KEY),$(DEMO_SIGNING_KEY))') \
-		$(if $(READ_ONLY),-read-only) $(if $(CLAVES),-claves '$(CLAVES)') $(if $(EXPIRES),-expires '$(EXPIRES)') $(if $(CATALOG),-catalog '$(CATALOG)')
+		$(if $(READ_ONLY),-read-only) $(if $(CLAVES),-claves '$(CLAVES)') $(if $(EXPIRES),-expires '$(EXPIRES)') $(if $(TOOLS_CATALOG),-catalog '$(TOOLS_CATALOG)')
 
 # A new signing key, ID=its id (a date, say), and the public key the access
 # document holds for it (rotation, README "Tokens").
@@ -59,13 +64,13 @@ demo-reset: firebird
 run: demo-db
 	@go build -o bin/localserver ./infra/localserver
 	@echo; echo "Try, from another terminal:"; echo
-	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' -H 'Content-Type: application/json' $(BASE)/executequery -d '{\"CLAVE\":\"Get_Referencias\",\"CODIGO\":\"REF0001\"}'"
-	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' -H 'Content-Type: application/json' $(BASE)/executequery -d '{\"CLAVE\":\"Get_Referencias\",\"CODIGO\":\"NO-EXISTE\"}'"
-	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' -H 'Content-Type: application/json' $(BASE)/executequery -d '{\"CLAVE\":\"Get_Terceros\",\"CODIGO\":\"800000000\"}'"
-	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' -H 'Content-Type: application/json' $(BASE)/executequery -d '{\"CLAVE\":\"Get_Gestion_Primario\",\"TIPO\":\"FV\",\"PREFIJO\":\"FE\",\"NUMERO\":\"1000\"}'"
-	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' -H 'Content-Type: application/json' $(BASE)/executequery -d '{\"CLAVE\":\"Get_Inventario_Precio\",\"FECHA_CORTE_\":\"22.11.2026\",\"REFERENCIA_\":\"REF0003\"}'"
-	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' -H 'Content-Type: application/json' $(BASE)/executequery -d '{\"CLAVE\":\"Get_Inventario_Precio\",\"FECHA_CORTE_\":\"22.11.2026\",\"REFERENCIA_\":\"\"}' | wc -c"
-	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' -H 'Content-Type: application/json' $(BASE)/execute -d '{\"CLAVE\":\"Set_Terceros\",\"CODIGO\":\"901234567\",\"DV\":\"3\",\"NATURALEZA\":\"J\",\"EMPRESA\":\"Café Ñuñoa S.A.S.\",\"RAZON_COMERCIAL\":\"Café Ñuñoa\",\"DIRECCION\":\"Calle 10 # 4-21\",\"CODIDENTIDAD\":\"NIT\",\"CODSOCIEDAD\":\"SAS\",\"CODPAIS\":\"CO\",\"CODMUNICIPIO\":\"05001\",\"CODACTIVIDAD\":\"NA\",\"CODZONA\":\"NA\"}'"
+	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' -H 'Content-Type: application/json' $(DEMO_URL)/executequery -d '{\"CLAVE\":\"Get_Referencias\",\"CODIGO\":\"REF0001\"}'"
+	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' -H 'Content-Type: application/json' $(DEMO_URL)/executequery -d '{\"CLAVE\":\"Get_Referencias\",\"CODIGO\":\"NO-EXISTE\"}'"
+	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' -H 'Content-Type: application/json' $(DEMO_URL)/executequery -d '{\"CLAVE\":\"Get_Terceros\",\"CODIGO\":\"800000000\"}'"
+	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' -H 'Content-Type: application/json' $(DEMO_URL)/executequery -d '{\"CLAVE\":\"Get_Gestion_Primario\",\"TIPO\":\"FV\",\"PREFIJO\":\"FE\",\"NUMERO\":\"1000\"}'"
+	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' -H 'Content-Type: application/json' $(DEMO_URL)/executequery -d '{\"CLAVE\":\"Get_Inventario_Precio\",\"FECHA_CORTE_\":\"22.11.2026\",\"REFERENCIA_\":\"REF0003\"}'"
+	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' -H 'Content-Type: application/json' $(DEMO_URL)/executequery -d '{\"CLAVE\":\"Get_Inventario_Precio\",\"FECHA_CORTE_\":\"22.11.2026\",\"REFERENCIA_\":\"\"}' | wc -c"
+	@echo "curl -s -H 'Authorization: Bearer $(DEMO_TOKEN)' -H 'Content-Type: application/json' $(DEMO_URL)/execute -d '{\"CLAVE\":\"Set_Terceros\",\"CODIGO\":\"901234567\",\"DV\":\"3\",\"NATURALEZA\":\"J\",\"EMPRESA\":\"Café Ñuñoa S.A.S.\",\"RAZON_COMERCIAL\":\"Café Ñuñoa\",\"DIRECCION\":\"Calle 10 # 4-21\",\"CODIDENTIDAD\":\"NIT\",\"CODSOCIEDAD\":\"SAS\",\"CODPAIS\":\"CO\",\"CODMUNICIPIO\":\"05001\",\"CODACTIVIDAD\":\"NA\",\"CODZONA\":\"NA\"}'"
 	@echo
 	@GATEWAY_CATALOG=$(or $(CATALOG),infra/catalog.demo.json) ./bin/localserver -addr $(ADDR) -instances $(INSTANCES) -access $(or $(ACCESS),$(DEMO_ACCESS))
 
@@ -111,7 +116,7 @@ kept:
 
 # Compare a catalog (CATALOG=file, or the specification's) with each instance's database.
 doctor:
-	@go run ./infra/catalog doctor -instances $(INSTANCES) $(if $(CATALOG),-catalog $(CATALOG))
+	@go run ./infra/catalog doctor -instances $(INSTANCES) $(if $(TOOLS_CATALOG),-catalog $(TOOLS_CATALOG))
 
 # A catalog with an error stops the build, naming the entry and the field.
 check-catalog:

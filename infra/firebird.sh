@@ -59,6 +59,8 @@ createdb() {
     echo "CREATE OR ALTER USER $GATEWAY_USER PASSWORD '$GATEWAY_PASSWORD' USING PLUGIN Srp;"
     echo "COMMIT;"
     cat "$here/sql/$kind-exceptions.sql" "$here/sql/schema.sql" "$here/sql/$kind-data.sql"
+    # The demo keeps idempotency keys (infra/instances.demo.json).
+    if [ "$kind" = demo ]; then cat "$here/sql/idempotency.sql"; fi
   } | isql-fb -q -ch UTF8 -bail >/dev/null
 }
 

@@ -28,12 +28,14 @@ func doctor(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cat := catalog.Default()
+	cat, which := catalog.Default(), "the specification's built-in catalog"
 	if *catalogPath != "" {
 		if cat, err = catalog.LoadFile(*catalogPath); err != nil {
 			return err
 		}
+		which = "the catalog " + *catalogPath
 	}
+	fmt.Fprintf(stdout, "checking %s\n", which)
 	fatal := false
 	for _, name := range instances.Names() {
 		inst, err := instances.Lookup(ctx, name)

@@ -151,7 +151,7 @@ func TestCheckNamesEntryAndField(t *testing.T) {
 func TestDoctorTranscript(t *testing.T) {
 	instances, dir := demoInstances(t), t.TempDir()
 	var out bytes.Buffer
-	if err := doctor(context.Background(), []string{"-instances", instances, "-catalog", "../catalog.demo.json"}, &out); err != nil || out.String() != "demo: ok (9 operations, 9 procedures)\n" {
+	if err := doctor(context.Background(), []string{"-instances", instances, "-catalog", "../catalog.demo.json"}, &out); err != nil || out.String() != "checking the catalog ../catalog.demo.json\ndemo: ok (9 operations, 9 procedures)\n" {
 		t.Fatalf("%v: %s", err, out.String())
 	}
 	broken := filepath.Join(dir, "catalog.json")
@@ -162,7 +162,8 @@ func TestDoctorTranscript(t *testing.T) {
 	}
 	out.Reset()
 	err := doctor(context.Background(), []string{"-instances", instances, "-catalog", broken}, &out)
-	want := "demo: FATAL: REST_SELECT_GESTION_PRIMARIO (Get_Gestion_Primario): the database declares 3 input parameters, the catalog 2: the catalog has no parameter for P_PREFIJO\n" +
+	want := "checking the catalog " + broken + "\n" +
+		"demo: FATAL: REST_SELECT_GESTION_PRIMARIO (Get_Gestion_Primario): the database declares 3 input parameters, the catalog 2: the catalog has no parameter for P_PREFIJO\n" +
 		"demo: FATAL: REST_SELECT_SALDO (Get_Saldo): the procedure does not exist in the database\n" +
 		"demo: warning: REST_SELECT_TERCEROS (Get_Terceros): input P_CODIGO is VARCHAR(15) in the database, the catalog allows 12 characters\n"
 	if !errors.Is(err, errFindings) || out.String() != want {
@@ -193,5 +194,21 @@ func TestKeptPrintsTheAnswerAsJSON(t *testing.T) {
 	}
 	if err := kept(context.Background(), []string{"-instances", demoInstances(t), "-instance", "demo", "-key", "nothing-" + key}, &out); err == nil {
 		t.Fatal("no error for a key nothing is kept under")
+	}
+}
+
+// TestDemoKeyTableIsTheGatewaysOwn: the key table infra/firebird.sh creates
+// in the demo database is what make idempotency-sql prints for its user.
+func TestDemoKeyTableIsTheGatewaysOwn(t *testing.T) {
+	file, err := os.ReadFile("../sql/idempotency.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := idempotencySQL([]string{"-user", "GATEWAY"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != string(file) {
+		t.Fatalf("infra/sql/idempotency.sql is not make idempotency-sql's (run it again):\n%s", out.String())
 	}
 }
