@@ -2,6 +2,9 @@
 SHELL := /bin/bash
 ADDR ?= 127.0.0.1:3000
 INSTANCES ?= infra/instances.demo.json
+# The tools are built, then run: go run would add its "exit status 1" to a
+# tool's own one-line error.
+TOOL = go build -o bin/tools/ ./infra/$(1) && bin/tools/$(1)
 # With the demo's instances file, the tools that check CLAVEs take the demo's
 # catalog, as make run serves it, unless CATALOG says otherwise; make build and
 # make deploy never do.
@@ -35,13 +38,13 @@ help:
 # CATALOG=file, else the built-in catalog) and EXPIRES=YYYY-MM-DD limit the
 # token (a year when not given; EXPIRES=never for none; README, "Tokens").
 token:
-	@go run ./infra/minttoken -instance '$(INSTANCE)' $(if $(SIGNING_KEY_SECRET),-signing-key-secret '$(SIGNING_KEY_SECRET)',-signing-key '$(or $(SIGNING_KEY),$(DEMO_SIGNING_KEY))') \
+	@$(call TOOL,minttoken) -instance '$(INSTANCE)' $(if $(SIGNING_KEY_SECRET),-signing-key-secret '$(SIGNING_KEY_SECRET)',-signing-key '$(or $(SIGNING_KEY),$(DEMO_SIGNING_KEY))') \
 		$(if $(READ_ONLY),-read-only) $(if $(CLAVES),-claves '$(CLAVES)') $(if $(EXPIRES),-expires '$(EXPIRES)') $(if $(TOOLS_CATALOG),-catalog '$(TOOLS_CATALOG)')
 
 # A new signing key, ID=its id (a date, say), and the public key the access
 # document holds for it (rotation, README "Tokens").
 token-key:
-	@go run ./infra/minttoken -new-key '$(or $(ID),$(shell date +%Y-%m))'
+	@$(call TOOL,minttoken) -new-key '$(or $(ID),$(shell date +%Y-%m))'
 
 .PHONY: help coldstart roundtrips token token-key load-neighbour load-slow run serve test bench load lint demo-db demo-reset firebird test-db build deploy local-api build-ExecuteQueryFunction build-ExecuteFunction build-ExecuteQueryHookFunction build-ExecuteHookFunction check-catalog catalog-from-db doctor openapi check idempotency-sql kept
 
@@ -83,12 +86,12 @@ serve:
 
 # Draft catalog entries from an instance's procedures, for review.
 catalog-from-db:
-	@go run ./infra/catalog from-db -instances $(INSTANCES) $(if $(INSTANCE),-instance $(INSTANCE)) -procedures '$(or $(PROCEDURES),REST_%)'
+	@$(call TOOL,catalog) from-db -instances $(INSTANCES) $(if $(INSTANCE),-instance $(INSTANCE)) -procedures '$(or $(PROCEDURES),REST_%)'
 
 # The OpenAPI 3.1 document of the demo catalog, its answers as the demo ERP
 # declares them; a test fails when the committed file is stale.
 openapi: demo-db
-	@go run ./infra/openapi -out infra/openapi.json
+	@$(call TOOL,openapi) -out infra/openapi.json
 	@echo "wrote infra/openapi.json"
 
 # Hold a deployment to infra/openapi.json and the original's conventions
@@ -99,7 +102,7 @@ DEMO_FOUND := Get_Referencias:CODIGO=REF0001 Get_Terceros:CODIGO=800000000 Get_G
 DEMO_MISSING := Get_Terceros:CODIGO=NADIE Get_Referencias:CODIGO=NADA
 CHECK_DEMO = $(if $(filter-out demo,$(or $(INSTANCE),demo)),,yes)
 check:
-	@go run ./infra/check -base $(or $(BASE),http://$(ADDR)) -instance $(or $(INSTANCE),demo) -token '$(or $(TOKEN),$(DEMO_TOKEN))' \
+	@$(call TOOL,check) -base $(or $(BASE),http://$(ADDR)) -instance $(or $(INSTANCE),demo) -token '$(or $(TOKEN),$(DEMO_TOKEN))' \
 	  $(foreach f,$(or $(FOUND),$(if $(CHECK_DEMO),$(DEMO_FOUND))),-found '$(f)') \
 	  $(foreach m,$(or $(MISSING),$(if $(CHECK_DEMO),$(DEMO_MISSING))),-missing '$(m)') $(if $(WRITE),-write $(WRITE))
 
@@ -107,20 +110,20 @@ check:
 # instance's database (README, "Writes that are safe to retry"); USER= names
 # the gateway's Firebird user (GATEWAY), not the shell's.
 idempotency-sql:
-	@go run ./infra/catalog idempotency-sql -user '$(if $(filter command line,$(origin USER)),$(USER),GATEWAY)'
+	@$(call TOOL,catalog) idempotency-sql -user '$(if $(filter command line,$(origin USER)),$(USER),GATEWAY)'
 
 # The answers kept under an Idempotency-Key, as the client got them (JSON),
 # for a DBA: make kept INSTANCE=name KEY=key (README, "Writes that are safe to retry").
 kept:
-	@go run ./infra/catalog kept -instances $(INSTANCES) -instance '$(or $(INSTANCE),demo)' -key '$(KEY)'
+	@$(call TOOL,catalog) kept -instances $(INSTANCES) -instance '$(or $(INSTANCE),demo)' -key '$(KEY)'
 
 # Compare a catalog (CATALOG=file, or the specification's) with each instance's database.
 doctor:
-	@go run ./infra/catalog doctor -instances $(INSTANCES) $(if $(TOOLS_CATALOG),-catalog $(TOOLS_CATALOG))
+	@$(call TOOL,catalog) doctor -instances $(INSTANCES) $(if $(TOOLS_CATALOG),-catalog $(TOOLS_CATALOG))
 
 # A catalog with an error stops the build, naming the entry and the field.
 check-catalog:
-	@$(if $(CATALOG),go run ./infra/catalog check $(CATALOG),true)
+	@$(if $(CATALOG),$(call TOOL,catalog) check $(CATALOG),true)
 
 test-db: firebird
 	@$(FB) createdb $(notdir $(FB_TEST_DEMO_DB)) demo UTF8
@@ -164,19 +167,19 @@ coldstart: test-db
 # goes to bin/load-server.log.
 load: demo-db
 	@go build -o bin/localserver ./infra/localserver
-	@FB_SYSDBA_PASSWORD=$$($(FB) sysdba) go run ./infra/load -duration $(or $(DURATION),5s) -mixed $(or $(MIXED),5000)
+	@FB_SYSDBA_PASSWORD=$$($(FB) sysdba) $(call TOOL,load) -duration $(or $(DURATION),5s) -mixed $(or $(MIXED),5000)
 
 # One customer's Firebird hangs: what does another customer see? (README,
 # "Measurements").
 load-neighbour: demo-db
 	@go build -o bin/localserver ./infra/localserver
-	@go run ./infra/load -neighbour $(or $(DURATION),30s)
+	@$(call TOOL,load) -neighbour $(or $(DURATION),30s)
 
 # 500 clients that send their headers or bodies a byte a second, beside one
 # that sends normal reads: do the slow ones cost the others anything?
 load-slow: demo-db
 	@go build -o bin/localserver ./infra/localserver
-	@go run ./infra/load -slow $(or $(SLOW),500) -slow-for $(or $(DURATION),45s)
+	@$(call TOOL,load) -slow $(or $(SLOW),500) -slow-for $(or $(DURATION),45s)
 
 lint:
 	@gofmt -l . | (! grep .) || { echo "gofmt would change the files above"; exit 1; }
@@ -217,7 +220,7 @@ deploy:
 	@# token minted here, read-only, for the two hours a deployment's checks
 	@# may take, with the operator's signing key: the hooks hold no key.
 	@token=; if [ -n '$(HOOK_INSTANCE)' ]; then \
-	  token=$$(go run ./infra/minttoken -instance '$(HOOK_INSTANCE)' $(if $(SIGNING_KEY_SECRET),-signing-key-secret '$(SIGNING_KEY_SECRET)',-signing-key '$(SIGNING_KEY)') -read-only -expires 2h -only-token) \
+	  token=$$($(call TOOL,minttoken) -instance '$(HOOK_INSTANCE)' $(if $(SIGNING_KEY_SECRET),-signing-key-secret '$(SIGNING_KEY_SECRET)',-signing-key '$(SIGNING_KEY)') -read-only -expires 2h -only-token) \
 	    || { echo "make deploy HOOK_INSTANCE=$(HOOK_INSTANCE) mints the hooks' token with the signing key: give SIGNING_KEY=file or SIGNING_KEY_SECRET=id"; exit 1; }; fi; \
 	echo sam deploy --template-file $(DEPLOY_BUILD)/template.yaml $(if $(PARAMS)$(HOOK_INSTANCE),--parameter-overrides $(PARAMS) $(if $(HOOK_INSTANCE),PreTrafficInstance=$(HOOK_INSTANCE) PreTrafficToken=…)); \
 	sam deploy --template-file $(DEPLOY_BUILD)/template.yaml $(if $(PARAMS)$(HOOK_INSTANCE),--parameter-overrides $(PARAMS) $(if $(HOOK_INSTANCE),PreTrafficInstance=$(HOOK_INSTANCE) PreTrafficToken=$$token))

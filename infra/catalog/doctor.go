@@ -50,7 +50,7 @@ func doctor(ctx context.Context, args []string, stdout io.Writer) error {
 			fatal = true
 			continue
 		}
-		findings := cat.Diagnose(procs)
+		findings := cat.Diagnose(procs, inst.Connection.User)
 		if inst.Idempotency {
 			kctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			problems, err := idempotency.CheckTable(kctx, inst.Connection)

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -86,11 +87,12 @@ func (f Finding) String() string { return f.Text }
 // Diagnose compares each operation with the database's procedures (keyed by
 // name, as Describe returns them): missing procedures, parameters in another
 // order, of another type or length, reads that return no rows, outputs
-// without a JSON encoding, missing grants.
-func (c *Catalog) Diagnose(db map[string]Procedure) []Finding {
+// without a JSON encoding, missing grants, the grants named for user (the
+// gateway's Firebird user, who read db).
+func (c *Catalog) Diagnose(db map[string]Procedure, user string) []Finding {
 	var out []Finding
 	for _, clave := range c.Claves() {
-		out = append(out, c.ops[clave].Diagnose(db)...)
+		out = append(out, c.ops[clave].Diagnose(db, user)...)
 	}
 	return out
 }
@@ -124,7 +126,7 @@ func (op *Operation) Procedures() []string {
 }
 
 // Diagnose is Catalog.Diagnose for one operation.
-func (op *Operation) Diagnose(db map[string]Procedure) []Finding {
+func (op *Operation) Diagnose(db map[string]Procedure, user string) []Finding {
 	var out []Finding
 	add := func(fatal bool, format string, args ...any) {
 		out = append(out, Finding{Clave: op.Clave, Fatal: fatal, Text: fmt.Sprintf(format, args...)})
@@ -135,7 +137,7 @@ func (op *Operation) Diagnose(db map[string]Procedure) []Finding {
 		return out
 	}
 	if !p.Executable {
-		add(true, "%s (%s): the gateway's user may not execute it (GRANT EXECUTE ON PROCEDURE %s TO <user>)", p.Name, op.Clave, p.Name)
+		add(true, "%s (%s): the gateway's user may not execute it (GRANT EXECUTE ON PROCEDURE %s TO %s)", p.Name, op.Clave, p.Name, cmp.Or(strings.ToUpper(user), "<user>"))
 	}
 	if op.Endpoint == ExecuteQuery && !p.Selectable {
 		add(true, "%s (%s): a read, but the procedure has no SUSPEND and returns no rows to SELECT", p.Name, op.Clave)

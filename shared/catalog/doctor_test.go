@@ -59,7 +59,7 @@ func TestDiagnoseNamesTheParametersACountDiffersBy(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
-			for _, f := range tt.in.op.Diagnose(tt.in.db) {
+			for _, f := range tt.in.op.Diagnose(tt.in.db, "GATEWAY") {
 				if !f.Fatal {
 					t.Errorf("not fatal: %s", f.Text)
 				}

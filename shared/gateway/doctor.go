@@ -102,7 +102,7 @@ func (h *Handler) describe(ctx context.Context, t erp.Target, maxAge time.Durati
 // (keyed: under an idempotency key); nothing when it cannot tell.
 func (h *Handler) diagnose(ctx context.Context, t erp.Target, op *catalog.Operation, keyed bool) []string {
 	findings := func(got said) []catalog.Finding {
-		out := op.Diagnose(got.procs)
+		out := op.Diagnose(got.procs, t.Connection.User)
 		if keyed {
 			out = append(out, got.keyFindings()...)
 		}
@@ -178,7 +178,7 @@ func (h *Handler) health(ctx context.Context, t erp.Target, keys bool, grant erp
 		h.log.WarnContext(ctx, "health: database unavailable", "instance", t.Instance, "err", err)
 		return healthAnswer(http.StatusServiceUnavailable, erp.CodeUnavailable, "unavailable", "the database of instance "+t.Instance+" is not reachable right now", nil)
 	}
-	all := append(h.catalog.Diagnose(got.procs), got.keyFindings()...)
+	all := append(h.catalog.Diagnose(got.procs, t.Connection.User), got.keyFindings()...)
 	if fresh && len(all) > 0 {
 		texts := make([]string, len(all))
 		for i, f := range all {

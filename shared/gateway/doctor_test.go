@@ -80,7 +80,7 @@ func TestDoctorNamesEachDisagreement(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, f := range cat.Diagnose(procs) {
+	for _, f := range cat.Diagnose(procs, "GATEWAY") {
 		got = append(got, f.Text)
 	}
 	want := []string{
@@ -88,7 +88,7 @@ func TestDoctorNamesEachDisagreement(t *testing.T) {
 		"REST_DOC_CORTO (Get_Doc_Corto): input P_CODIGO is VARCHAR(5) in the database, the catalog allows 15 characters: longer values fail in the database",
 		"REST_DOC_NO_EXISTE (Get_Doc_Falta): the procedure does not exist in the database",
 		"REST_DOC_LARGO (Get_Doc_Largo): input P_CODIGO is VARCHAR(30) in the database, the catalog allows 15 characters",
-		"REST_DOC_SIN_PERMISO (Get_Doc_Sin_Permiso): the gateway's user may not execute it (GRANT EXECUTE ON PROCEDURE REST_DOC_SIN_PERMISO TO <user>)",
+		"REST_DOC_SIN_PERMISO (Get_Doc_Sin_Permiso): the gateway's user may not execute it (GRANT EXECUTE ON PROCEDURE REST_DOC_SIN_PERMISO TO GATEWAY)",
 		sinUsage,
 	}
 	if !slices.Equal(got, want) {
@@ -103,7 +103,7 @@ func TestDoctorNamesEachDisagreement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := demo.Diagnose(procs); len(f) > 0 {
+	if f := demo.Diagnose(procs, "GATEWAY"); len(f) > 0 {
 		t.Fatalf("the demo ERP disagrees with its catalog: %v", f)
 	}
 }
@@ -131,7 +131,7 @@ func TestACallTheDatabaseCannotRunIsExplained(t *testing.T) {
 		}
 	}
 	r := do(t, h, http.MethodPost, path("demo", "executequery"), `{"CLAVE":"Get_Doc_Sin_Permiso","CODIGO":"1"}`)
-	if want := "(REST_DOC_SIN_PERMISO (Get_Doc_Sin_Permiso): the gateway's user may not execute it (GRANT EXECUTE ON PROCEDURE REST_DOC_SIN_PERMISO TO <user>))"; r.Status != 503 || !strings.Contains(r.Raw, want) {
+	if want := "(REST_DOC_SIN_PERMISO (Get_Doc_Sin_Permiso): the gateway's user may not execute it (GRANT EXECUTE ON PROCEDURE REST_DOC_SIN_PERMISO TO GATEWAY))"; r.Status != 503 || !strings.Contains(r.Raw, want) {
 		t.Fatalf("HTTP %d %s", r.Status, r.Raw)
 	}
 	// Every call of a procedure raising an exception without USAGE fails,
