@@ -34,13 +34,14 @@ func main() {
 	accessPath := flag.String("access", "infra/access.demo.json", "access document: the keys tokens are minted with")
 	readTimeout := flag.Duration("read-timeout", 30*time.Second, "time to read a request, body included; a body still arriving then is answered 408")
 	maxRequests := flag.Int("max-requests", 64, "requests at work at once (their bodies arrived); more are refused with 429")
+	basePath := flag.String("base-path", "", "path before {instance}, as a custom domain's mapping puts it (e.g. /erp); every other path is 404")
 	flag.Parse()
 
 	s, err := settings.Read(os.Getenv)
 	// Settings that cannot be read are told at INFO, the zero level.
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: s.LogLevel}))
 	if err == nil {
-		err = run(*addr, *instancesPath, *accessPath, *readTimeout, *maxRequests, s, log)
+		err = run(*addr, *instancesPath, *accessPath, *basePath, *readTimeout, *maxRequests, s, log)
 	}
 	if err != nil {
 		log.Error("localserver stopped", "err", err)
@@ -48,9 +49,10 @@ func main() {
 	}
 }
 
-func run(addr, instancesPath, accessPath string, readTimeout time.Duration, maxRequests int, s settings.Settings, log *slog.Logger) error {
+func run(addr, instancesPath, accessPath, basePath string, readTimeout time.Duration, maxRequests int, s settings.Settings, log *slog.Logger) error {
 	cfg := gateway.NewConfig(s)
 	cfg.OpenAPI = true
+	cfg.BasePath = basePath
 	// Chunked: a read's answer of any size streams (README, "Large answers").
 	cfg.StreamAbove = gateway.DefaultStreamAbove
 	cat, err := gateway.LoadCatalog(s.Catalog)

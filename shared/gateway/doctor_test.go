@@ -181,7 +181,7 @@ func TestHealth(t *testing.T) {
 		body               string
 	}{
 		{"the specification's catalog on the demo ERP", http.MethodGet, "/demo/health", 200, `{"cod_error":0,"status":"ok"}`},
-		{"behind a stage", http.MethodGet, "/prod/demo/health", 200, `{"cod_error":0,"status":"ok"}`},
+		{"a path the deployment does not have", http.MethodGet, "/prod/demo/health", 404, `"cod_error":1101`},
 		{"an unknown instance is any wrong token", http.MethodGet, "/nadie/health", 401, `"cod_error":1105`},
 		{"only GET", http.MethodPost, "/demo/health", 405, `"cod_error":1102`},
 	}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -63,6 +64,10 @@ type Config struct {
 	// Class is the interface-class path segment, TServiceRestInterface by
 	// default; real deployments carry the vendor's name there.
 	Class string
+	// BasePath comes before {instance} in every path served where API
+	// Gateway does not route (the local server): "" by default, a custom
+	// domain's mapping such as /erp to serve the URLs a deployment has.
+	BasePath string
 	// ErrorPrefix starts every ex_execsql, before "exception N". A
 	// deployment may set "[FireDAC][Phys][FB]" to match the original.
 	ErrorPrefix string
@@ -130,7 +135,10 @@ type Handler struct {
 	described *descriptions
 	breakers  *breakers
 	routes    []route
-	gzips     sync.Pool // *gzip.Writer of streaming answers
+	// base: BasePath's segments, matched exactly where API Gateway does not
+	// route.
+	base  []string
+	gzips sync.Pool // *gzip.Writer of streaming answers
 }
 
 // New builds the handler from long-lived parts made once by main.
@@ -155,7 +163,10 @@ func New(cfg Config, cat *catalog.Catalog, acc Access, instances Instances, db D
 	if log != nil {
 		log = slog.New(requestLog{log.Handler()})
 	}
-	h := &Handler{cfg: cfg, catalog: cat, access: acc, instances: instances, db: db, log: log, described: newDescriptions(), breakers: newBreakers(cfg.Breaker), routes: routes(cfg)}
+	h := &Handler{cfg: cfg, catalog: cat, access: acc, instances: instances, db: db, log: log, described: newDescriptions(), breakers: newBreakers(cfg.Breaker), routes: routes(cfg), base: []string{}}
+	if p := strings.Trim(cfg.BasePath, "/"); p != "" {
+		h.base = strings.Split(p, "/")
+	}
 	// BestSpeed: a price list shrinks to a tenth either way, and the
 	// function's CPU is billed while it compresses.
 	h.gzips.New = func() any { zw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed); return zw }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
@@ -15,8 +16,9 @@ import (
 
 // route is one path the handler serves: {instance} followed by suffix, whose
 // segments match without regard to case, as IIS did ("{class}" stands for
-// Config.Class). Anything may come before {instance}: a stage or a
-// custom-domain base path.
+// Config.Class). Before {instance} comes Config.BasePath, exactly; behind
+// API Gateway, which routes only its own routes and tells the instance it
+// matched (WithPathInstance), whatever its stage or mapping put there.
 type route struct {
 	method string
 	suffix []string
@@ -73,10 +75,11 @@ func (h *Handler) Routes() []string {
 	return out
 }
 
-// match reports the instance the path names if it is rt's.
-func (rt route) match(segs []string, class string) (instance string, ok bool) {
+// match reports the instance the path names if it is rt's; base holds the
+// segments before {instance}, or is nil for any.
+func (rt route) match(segs, base []string, class string) (instance string, ok bool) {
 	n := len(rt.suffix)
-	if len(segs) < n+1 {
+	if len(segs) < n+1 || base != nil && (len(segs) != len(base)+n+1 || !slices.Equal(segs[:len(base)], base)) {
 		return "", false
 	}
 	tail := segs[len(segs)-n:]
@@ -95,8 +98,12 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) outcome {
 	// Routing reads the path as sent: a segment such as x%2Facme is one
 	// (invalid) instance name, never the instance acme.
 	segs := strings.Split(strings.TrimPrefix(r.URL.EscapedPath(), "/"), "/")
+	base := h.base
+	if _, routed := r.Context().Value(pathInstanceKey{}).(string); routed {
+		base = nil
+	}
 	for _, rt := range h.routes {
-		instance, ok := rt.match(segs, h.cfg.Class)
+		instance, ok := rt.match(segs, base, h.cfg.Class)
 		if !ok {
 			continue
 		}

@@ -16,7 +16,7 @@ func TestMethodNotAllowedNamesTheRoutesMethod(t *testing.T) {
 	e := newEnv(t, gateway.Config{OpenAPI: true}, map[string]any{"demo": anonymous(fbtest.Demo(t))})
 	tests := []struct{ method, path, allow string }{
 		{http.MethodPost, "/demo/health", http.MethodGet},
-		{http.MethodPost, "/prod/demo/openapi.json", http.MethodGet},
+		{http.MethodPost, "/demo/openapi.json", http.MethodGet},
 		{http.MethodGet, path("demo", "executequery"), http.MethodPost},
 		{http.MethodDelete, path("demo", "execute"), http.MethodPost},
 	}
@@ -30,6 +30,35 @@ func TestMethodNotAllowedNamesTheRoutesMethod(t *testing.T) {
 	}
 	if r := do(t, e.h, http.MethodGet, "/demo/nothing", ""); r.Status != http.StatusNotFound || r.Header.Get("Allow") != "" {
 		t.Fatalf("unknown path: HTTP %d Allow %q", r.Status, r.Header.Get("Allow"))
+	}
+}
+
+// TestOnlyTheDeploymentsPaths: where API Gateway does not route (the local
+// server), a path is served only as a deployment has it: extra leading
+// segments are 404, and a base path is a setting.
+func TestOnlyTheDeploymentsPaths(t *testing.T) {
+	body := `{"CLAVE":"Get_Terceros","CODIGO":"800000000"}`
+	plain := newEnv(t, gateway.Config{}, map[string]any{"demo": anonymous(fbtest.Demo(t))})
+	mapped := newEnv(t, gateway.Config{BasePath: "/erp/v1"}, map[string]any{"demo": anonymous(fbtest.Demo(t))})
+	tests := []struct {
+		name   string
+		h      http.Handler
+		path   string
+		status int
+	}{
+		{"the route", plain.h, path("demo", "executequery"), 200},
+		{"extra leading segments", plain.h, "/x/y" + path("demo", "executequery"), 404},
+		{"a stage's segment", plain.h, "/prod" + path("demo", "executequery"), 404},
+		{"under the base path", mapped.h, "/erp/v1" + path("demo", "executequery"), 200},
+		{"without the base path", mapped.h, path("demo", "executequery"), 404},
+		{"under another base path", mapped.h, "/erp/v2" + path("demo", "executequery"), 404},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if r := do(t, tt.h, http.MethodPost, tt.path, body); r.Status != tt.status {
+				t.Fatalf("HTTP %d %s, want %d", r.Status, r.Raw, tt.status)
+			}
+		})
 	}
 }
 
