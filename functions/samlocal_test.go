@@ -90,10 +90,7 @@ func TestSamLocalServesTheDemoInstanceOfMakeRun(t *testing.T) {
 // the README through the functions built with the environment sam local
 // gives them, the demo instance pointed at the test database.
 func TestREADMEExamplesUnderSamLocalEnvironment(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	readme := fbtest.Docs(t, "..")
 	examples := openapi.ExamplesFromREADME(readme)
 	if len(examples) < 9 {
 		t.Fatalf("found %d examples in the README", len(examples))

@@ -301,7 +301,7 @@ func TestTemplateAccessLogIsTheReadmes(t *testing.T) {
 		}
 	}
 	tplSame(t, "requestId", fields["requestId"], "$context.requestId")
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../infra/README.md")
 	if err != nil {
 		t.Fatal(err)
 	}

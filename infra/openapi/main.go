@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
@@ -27,7 +28,7 @@ func main() {
 	flag.StringVar(&o.instances, "instances", "infra/instances.demo.json", "instances file")
 	flag.StringVar(&o.instance, "instance", "demo", "instance whose database declares the answers' columns")
 	flag.StringVar(&o.catalog, "catalog", "infra/catalog.demo.json", "catalog file")
-	flag.StringVar(&o.readme, "readme", "README.md", "README whose examples the document shows (empty: none)")
+	flag.StringVar(&o.readme, "readme", "README.md,infra/README.md", "comma-separated documents whose examples the document shows (empty: none)")
 	flag.StringVar(&o.class, "class", "TServiceRestInterface", "interface-class path segment")
 	flag.StringVar(&o.server, "server", "http://127.0.0.1:3000", "base URL")
 	flag.StringVar(&o.out, "out", "infra/openapi.json", "file to write (- for standard output)")
@@ -73,9 +74,13 @@ func document(ctx context.Context, o options, db erp.Connection) ([]byte, error)
 	}
 	in := openapi.Input{Catalog: cat, Procedures: procs, Class: o.class, Server: o.server, BatchMax: gateway.DefaultBatchMax}
 	if o.readme != "" {
-		readme, err := os.ReadFile(o.readme)
-		if err != nil {
-			return nil, err
+		var readme []byte
+		for _, f := range strings.Split(o.readme, ",") {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				return nil, err
+			}
+			readme = append(append(readme, data...), '\n')
 		}
 		in.Examples = openapi.ExamplesFromREADME(readme)
 	}

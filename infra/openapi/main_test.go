@@ -24,7 +24,7 @@ const (
 )
 
 func testOptions() options {
-	return options{catalog: "../catalog.demo.json", readme: "../../README.md", class: "TServiceRestInterface", server: "http://127.0.0.1:3000"}
+	return options{catalog: "../catalog.demo.json", readme: "../../README.md,../../infra/README.md", class: "TServiceRestInterface", server: "http://127.0.0.1:3000"}
 }
 
 func generated(t *testing.T) []byte {
@@ -98,11 +98,7 @@ func TestREADMEExamplesFitTheDocument(t *testing.T) {
 		}
 		return s
 	}
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	examples := openapi.ExamplesFromREADME(readme)
+	examples := openapi.ExamplesFromREADME(fbtest.Docs(t, "../.."))
 	if len(examples) < 10 {
 		t.Fatalf("%d examples", len(examples))
 	}

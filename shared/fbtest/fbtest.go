@@ -353,3 +353,18 @@ func DocumentRows(t testing.TB, admin *sql.DB, code string) (orders, lines int) 
 	return scalar(t, admin, `SELECT COUNT(*) FROM PEDIDOS WHERE TERCERO = ?`, code),
 		scalar(t, admin, `SELECT COUNT(*) FROM PEDIDOS_LINEAS l JOIN PEDIDOS p ON p.NUMERO = l.NUMERO WHERE p.TERCERO = ?`, code)
 }
+
+// Docs is the README and the operator's guide, in that order, whose
+// examples tests replay; root is the path to the repository's top.
+func Docs(t testing.TB, root string) []byte {
+	t.Helper()
+	var docs []byte
+	for _, f := range []string{"README.md", filepath.Join("infra", "README.md")} {
+		data, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(append(docs, data...), '\n')
+	}
+	return docs
+}

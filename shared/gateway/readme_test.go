@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 
@@ -19,10 +18,7 @@ import (
 // TestREADMEExamples replays every curl example of the README, in order,
 // against the demo database and checks the documented answer byte for byte.
 func TestREADMEExamples(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	readme := fbtest.Docs(t, "../..")
 	examples := openapi.ExamplesFromREADME(readme)
 	if len(examples) < 9 {
 		t.Fatalf("found %d examples in the README", len(examples))
