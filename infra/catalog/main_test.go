@@ -212,3 +212,42 @@ func TestDemoKeyTableIsTheGatewaysOwn(t *testing.T) {
 		t.Fatalf("infra/sql/idempotency.sql is not make idempotency-sql's (run it again):\n%s", out.String())
 	}
 }
+
+// TestAddingAClave is the operator's guide's recipe, "Adding a CLAVE": a
+// procedure created and granted on the demo database, its entry drafted into
+// the demo catalog (kept as it is), the result checked and doctored clean.
+func TestAddingAClave(t *testing.T) {
+	cfg := fbtest.Demo(t)
+	fbtest.Setup(t, cfg,
+		`CREATE OR ALTER PROCEDURE REST_SELECT_LINEAS (P_CODLINEA VARCHAR(5)) RETURNS (CODIGO CHAR(20), NOMBRE VARCHAR(80)) AS
+		BEGIN
+		  FOR SELECT R.CODIGO, R.NOMBRE FROM REFERENCIAS R WHERE R.CODLINEA = :P_CODLINEA ORDER BY R.CODIGO INTO :CODIGO, :NOMBRE DO SUSPEND;
+		END`,
+		"GRANT SELECT ON REFERENCIAS TO PROCEDURE REST_SELECT_LINEAS",
+		"GRANT EXECUTE ON PROCEDURE REST_SELECT_LINEAS TO GATEWAY")
+	instances := demoInstances(t)
+	var out, notes bytes.Buffer
+	if err := fromDB(context.Background(), []string{"-instances", instances, "-procedures", "REST_SELECT_LINEAS", "-merge", "../catalog.demo.json"}, &out, &notes); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "catalog.json")
+	if err := os.WriteFile(file, out.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.LoadFile(file)
+	if err != nil {
+		t.Fatalf("the merged catalog does not load: %v\n%s", err, out.String())
+	}
+	demo, err := catalog.LoadFile("../catalog.demo.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, ok := cat.Lookup("Get_Lineas")
+	if !ok || op.Procedure != "REST_SELECT_LINEAS" || len(cat.Claves()) != len(demo.Claves())+1 {
+		t.Fatalf("merged: %v (%d operations, the demo's %d)\n%s", cat.Claves(), len(cat.Claves()), len(demo.Claves()), out.String())
+	}
+	var doc bytes.Buffer
+	if err := doctor(context.Background(), []string{"-instances", instances, "-catalog", file}, &doc); err != nil || !strings.Contains(doc.String(), "demo: ok (10 operations, 10 procedures)") {
+		t.Fatalf("doctor: %v\n%s", err, doc.String())
+	}
+}

@@ -113,9 +113,15 @@ func (p *Pools) get(t erp.Target) (*pool, error) {
 const connMaxLife = 10 * time.Minute
 
 // versionQuery reads what changes whenever a procedure is created, altered
-// or dropped: the newest record version of RDB$PROCEDURES (the number of the
-// transaction that last wrote a row) and their count.
-const versionQuery = `SELECT COALESCE(MAX(RDB$RECORD_VERSION), 0) || ':' || COUNT(*) FROM RDB$PROCEDURES`
+// or dropped, or a grant to the gateway's user is given or revoked: the
+// newest record version (the number of the transaction that last wrote a
+// row) and the count of RDB$PROCEDURES, and of the user's rows of
+// RDB$USER_PRIVILEGES. An attachment keeps the rights it checked at
+// prepare, so a revoked grant is enforced by the new connections that
+// replace the pool.
+const versionQuery = `SELECT (SELECT COALESCE(MAX(RDB$RECORD_VERSION), 0) || ':' || COUNT(*) FROM RDB$PROCEDURES) || ':' ||
+  (SELECT COALESCE(MAX(RDB$RECORD_VERSION), 0) || ':' || COUNT(*) FROM RDB$USER_PRIVILEGES WHERE RDB$USER = CURRENT_USER)
+FROM RDB$DATABASE`
 
 // errChanged: a procedure changed since the pool's baseline; the pool is
 // replaced and the call retried on the new one.

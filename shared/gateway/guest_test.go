@@ -361,6 +361,36 @@ func TestConnectionsServeUntilAProcedureChanges(t *testing.T) {
 	}
 }
 
+// TestRevokedGrantIsEnforcedWithinStmtMaxAge: Firebird checks EXECUTE when
+// a statement is prepared, so a pooled connection would go on serving a
+// revoked procedure; the pool's check sees the grant go and re-attaches.
+func TestRevokedGrantIsEnforcedWithinStmtMaxAge(t *testing.T) {
+	const maxAge = 300 * time.Millisecond
+	cfg := fbtest.Demo(t)
+	fbtest.Setup(t, cfg, "CREATE OR ALTER PROCEDURE REST_TEST_VERSION RETURNS (A INTEGER) AS BEGIN A = 1; SUSPEND; END",
+		"GRANT EXECUTE ON PROCEDURE REST_TEST_VERSION TO GATEWAY")
+	t.Cleanup(func() { fbtest.Setup(t, cfg, "GRANT EXECUTE ON PROCEDURE REST_TEST_VERSION TO GATEWAY") })
+	e := newEnvOpts(t, gateway.Config{}, firebird.Options{StmtMaxAge: maxAge}, map[string]any{"demo": anonymous(cfg)})
+	get := func() response { return e.post(t, path("demo", "executequery"), `{"CLAVE":"Get_Version"}`) }
+	// Steady: the pool has its baseline, its connection prepared the read.
+	for deadline := time.Now().Add(3 * maxAge); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if r := get(); r.Status != 200 {
+			t.Fatalf("before: %d %s", r.Status, r.Raw)
+		}
+	}
+	fbtest.Setup(t, cfg, "REVOKE EXECUTE ON PROCEDURE REST_TEST_VERSION FROM GATEWAY")
+	revoked := time.Now()
+	for r := get(); r.Status == 200; r = get() {
+		if time.Since(revoked) > maxAge+500*time.Millisecond {
+			t.Fatalf("still served %s after REVOKE: %s", time.Since(revoked), r.Raw)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if r := get(); r.Status != http.StatusServiceUnavailable || !strings.Contains(r.Raw, "cannot run Get_Version") {
+		t.Fatalf("after REVOKE: %d %s", r.Status, r.Raw)
+	}
+}
+
 func TestWriteWhoseCommitIsNotConfirmed(t *testing.T) {
 	admin := fbtest.Open(t, fbtest.Admin(t, fbtest.Demo(t)))
 	ctx := context.Background()

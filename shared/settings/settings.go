@@ -105,7 +105,7 @@ func table(s *Settings) []setting {
 		{EnvClass, "TServiceRestInterface", text(&s.Class), "The interface-class path segment of every route."},
 		{EnvErrorPrefix, "[firebirdsql]", text(&s.ErrorPrefix), "The text before exception N in ex_execsql."},
 		{EnvDBTimeout, "10s", duration(&s.DBTimeout, 0), "The deadline of each database call."},
-		{EnvStmtMaxAge, "60s", duration(&s.StmtMaxAge, 0), "How often each pool checks whether a procedure changed: an altered procedure is served within this time."},
+		{EnvStmtMaxAge, "60s", duration(&s.StmtMaxAge, 0), "How often each pool checks whether a procedure or a grant changed: an altered procedure or a revoked grant is served within this time."},
 		{EnvConnMaxIdle, "240s", duration(&s.ConnMaxIdle, 0), "How long a connection may sit idle before it is pinged on its next use."},
 		{EnvMaxBody, "65536", size(&s.MaxBody, 0), "The largest request body."},
 		{EnvBatchMax, "100", count(&s.BatchMax), "The most calls a batch may hold."},
