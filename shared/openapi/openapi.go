@@ -304,12 +304,14 @@ func paramSchema(p catalog.Param) obj {
 		return obj{{"type", nullable("string")}, {"pattern", "^(" + dateToken.Replace(p.Format) + absent + ")$"},
 			{"description", "A date written " + p.Format + "; empty or NA: absent."}}
 	case catalog.Integer:
-		return obj{{"type", nullable("string", "integer")}, {"pattern", `^([+-]?\d+` + absent + `)$`},
-			{"description", fmt.Sprintf("A whole number of %d bits, as a JSON number or string.", p.Bits)}}
+		// Described as the string every generator takes and sends exactly;
+		// the gateway also takes a JSON number.
+		return obj{{"type", nullable("string")}, {"pattern", `^([+-]?\d+` + absent + `)$`}, {"format", fmt.Sprintf("int%d", p.Bits)},
+			{"description", fmt.Sprintf("A whole number of %d bits, written as a string (a JSON number is taken too).", p.Bits)}}
 	case catalog.Decimal:
-		return obj{{"type", nullable("string", "number")},
-			{"pattern", fmt.Sprintf(`^([+-]?\d{0,%d}(\.\d{0,%d})?%s)$`, p.Precision-p.Scale, p.Scale, absent)},
-			{"description", fmt.Sprintf("NUMERIC(%d,%d), as a JSON number or string, written with a point.", p.Precision, p.Scale)}}
+		return obj{{"type", nullable("string")},
+			{"pattern", fmt.Sprintf(`^([+-]?\d{0,%d}(\.\d{0,%d})?%s)$`, p.Precision-p.Scale, p.Scale, absent)}, {"format", "decimal"},
+			{"description", fmt.Sprintf("NUMERIC(%d,%d), exact: written as a string with a point (a JSON number is taken too, as written).", p.Precision, p.Scale)}}
 	}
 	return obj{{"type", nullable("string")}, {"maxLength", p.MaxLen}}
 }
