@@ -153,16 +153,13 @@ func (h *Handler) steps(ctx context.Context, s *firebird.Session, steps []step, 
 		}
 		st.started = true
 		err := h.step(ctx, s, call, st.out)
-		var exc *erp.Exception
-		switch ok := false; {
+		exc, refused := firebird.Refusal(ctx, err)
+		switch {
 		case err == nil:
 			st.ran = true
-		case errors.Is(err, record.ErrTooManyRows) || errors.Is(err, record.ErrTooLarge):
+		case !refused: // the database out of reach or of time, an answer over its limits
 			return fmt.Errorf("call %d of the batch (%s): %w", i, call.Op.Clave, err)
 		default:
-			if exc, ok = firebird.Refusal(ctx, err); !ok {
-				return fmt.Errorf("call %d of the batch (%s): %w", i, call.Op.Clave, err)
-			}
 			st.refused = exc
 			if write {
 				return firebird.ErrRollback

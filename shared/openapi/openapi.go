@@ -313,7 +313,9 @@ func answerSchema(op *catalog.Operation, procs map[string]catalog.Procedure) obj
 		columns = append(columns, kv{c.Name, columnSchema(c)})
 		names = append(names, c.Name)
 	}
-	row := obj{{"type", "object"}, {"required", names}, {"additionalProperties", false}, {"properties", columns}}
+	// Open to columns the ERP adds to a procedure later: a strict client
+	// must not break that day.
+	row := obj{{"type", "object"}, {"required", names}, {"properties", columns}}
 	if len(names) == 0 {
 		row = obj{{"type", "object"}}
 	}
