@@ -120,10 +120,27 @@ func (k *checker) isWrite(clave string) bool {
 		if !strings.HasSuffix(p, "/execute") {
 			continue
 		}
-		b, _ := json.Marshal(item)
-		if strings.Contains(string(b), `"`+clave+`"`) {
-			return true
+		// The single request's discriminator names the writes; a batch on
+		// execute may hold reads too.
+		schema := dig(item, "post", "requestBody", "content", "application/json", "schema")
+		oneOf, _ := dig(schema, "oneOf").([]any)
+		if len(oneOf) > 0 {
+			if _, ok := dig(oneOf[0], "discriminator", "mapping", clave).(string); ok {
+				return true
+			}
 		}
 	}
 	return false
+}
+
+// dig walks v's nested objects by key.
+func dig(v any, keys ...string) any {
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
 }

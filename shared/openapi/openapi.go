@@ -172,13 +172,14 @@ func operation(in Input, endpoint catalog.Endpoint, ops obj) obj {
 			if op, _ := in.Catalog.Lookup(clave); op.Endpoint == catalog.ExecuteQuery {
 				requests = append(requests, ref(clave+".request"))
 				answers = append(answers, ref(clave+".answer"))
+				mapping = append(mapping, kv{clave, "#/components/schemas/" + clave + ".request"})
 			}
 		}
 		batchCalls = "writes and reads, in order, in one transaction committed only when every call succeeded"
 	}
 	batch := obj{{"type", "array"}, {"minItems", 1}, {"maxItems", in.BatchMax},
 		{"description", "A batch (README, \"Batches\"): " + batchCalls + ". A parameter's value may be {\"$from\": i, \"$field\": \"NAME\"}: column NAME of the first row of call i's answer (i from 0, an earlier call)."},
-		{"items", obj{{"oneOf", requests}}}}
+		{"items", obj{{"oneOf", requests}, {"discriminator", obj{{"propertyName", "CLAVE"}, {"mapping", mapping}}}}}}
 	reqMedia := obj{{"schema", obj{{"oneOf", []obj{single, batch}}}}}
 	reqMedia = append(reqMedia, kv{"examples", reqExamples})
 	elements := append(append([]obj(nil), answers...), ref("Refusal"))
@@ -255,7 +256,9 @@ var dateToken = strings.NewReplacer("DD", `\d{2}`, "MM", `\d{2}`, "YYYY", `\d{4}
 
 func requestSchema(op *catalog.Operation) obj {
 	required := []string{"CLAVE"}
-	props := obj{{"CLAVE", obj{{"const", op.Clave}}}}
+	// An enum of one, not a const: generators take it as the
+	// discriminator's value (ogen refuses a const one).
+	props := obj{{"CLAVE", obj{{"type", "string"}, {"enum", []string{op.Clave}}}}}
 	for _, p := range op.Params {
 		if p.Required {
 			required = append(required, p.Name)
