@@ -28,7 +28,7 @@ export FB_TEST_PASSWORD ?= gateway-demo
 
 .DEFAULT_GOAL := help
 help:
-	@echo "make run | make test | make serve ADDR=host:port INSTANCES=file ACCESS=file | make bench | make lint"
+	@echo "make run | make test | make serve ADDR=host:port INSTANCES=file ACCESS=file [BASE_PATH=/erp] | make bench | make lint"
 	@echo "make roundtrips | make coldstart | make load | make build [CATALOG=file] | make deploy | make local-api | make token INSTANCE=name [SIGNING_KEY=file] [READ_ONLY=1] [CLAVES=a,b] [EXPIRES=YYYY-MM-DD|never] | make token-key [ID=id] | make demo-reset   (README.md)"
 	@echo "make openapi | make check | make doctor | make catalog-from-db | make idempotency-sql [USER=GATEWAY] | make kept INSTANCE=name KEY=key   (README.md, \"The catalog\")"
 
@@ -82,7 +82,7 @@ run: demo-db
 serve:
 	@go build -o bin/localserver ./infra/localserver
 	@$(if $(ACCESS),,$(error make serve needs ACCESS=file: an access document with your own key (make token-key); the demo key is public))
-	@$(if $(CATALOG),GATEWAY_CATALOG=$(CATALOG)) ./bin/localserver -addr $(ADDR) -instances $(INSTANCES) -access $(ACCESS)
+	@$(if $(CATALOG),GATEWAY_CATALOG=$(CATALOG)) ./bin/localserver -addr $(ADDR) -instances $(INSTANCES) -access $(ACCESS) $(if $(BASE_PATH),-base-path '$(BASE_PATH)')
 
 # Draft catalog entries from an instance's procedures, for review.
 catalog-from-db:
