@@ -84,6 +84,18 @@ type verified struct {
 
 const maxVerified = 1024
 
+// verify is d.Verify, remembered for d when the token verified.
+func (c *Current) verify(d *Document, instance, token string) (erp.Grant, error) {
+	if g, known := c.verified.get(d, instance, token); known {
+		return g, nil
+	}
+	g, err := d.Verify(instance, token)
+	if err == nil {
+		c.verified.put(d, instance, token, g)
+	}
+	return g, err
+}
+
 func (v *verified) get(d *Document, instance, token string) (erp.Grant, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -223,15 +235,7 @@ func (c *Current) Authorize(ctx context.Context, instance string, authorization 
 	if !found || !strings.EqualFold(scheme, "Bearer") {
 		return erp.Grant{}, erp.Unauthorized()
 	}
-	token = strings.TrimSpace(token)
-	g, known := c.verified.get(d, instance, token)
-	err = nil
-	if !known {
-		g, err = d.Verify(instance, token)
-		if err == nil {
-			c.verified.put(d, instance, token, g)
-		}
-	}
+	g, err := c.verify(d, instance, strings.TrimSpace(token))
 	if errors.Is(err, ErrRetired) {
 		// Said whatever the instance: the kind of a token tells nothing of
 		// which instances exist.

@@ -46,13 +46,10 @@ func (h *Handler) batch(r *http.Request, c caller, endpoint catalog.Endpoint, bo
 			at, bad = i, erp.Refuse(out.Code, "call %d of the batch: %s", i, out.Message)
 		}
 	}
-	dry := endpoint == catalog.Execute && prefersRollback(r.Header.Values("Prefer"))
 	var key string
+	var dry bool
 	if bad == nil {
-		key, bad = idempotencyKey(r, c, endpoint)
-	}
-	if bad == nil && dry && key != "" {
-		bad = erp.Refuse(erp.CodeKeyDryRun, "a dry run (Prefer: tx=rollback) keeps nothing under an Idempotency-Key: send it without the header, or without the preference")
+		key, dry, bad = writeHeaders(r, c, endpoint)
 	}
 	var o outcome
 	if bad != nil {
@@ -72,6 +69,18 @@ func (h *Handler) batch(r *http.Request, c caller, endpoint catalog.Endpoint, bo
 		o.claves[i] = call.Op.Clave
 	}
 	return o
+}
+
+// writeHeaders reads what a request's headers ask of its writes: its
+// Idempotency-Key (idempotencyKey) and a dry run (Prefer: tx=rollback, on
+// execute), refusing both at once: nothing would be kept under the key.
+func writeHeaders(r *http.Request, c caller, endpoint catalog.Endpoint) (key string, dry bool, bad *erp.Error) {
+	key, bad = idempotencyKey(r, c, endpoint)
+	dry = endpoint == catalog.Execute && prefersRollback(r.Header.Values("Prefer"))
+	if bad == nil && dry && key != "" {
+		bad = erp.Refuse(erp.CodeKeyDryRun, "a dry run (Prefer: tx=rollback) keeps nothing under an Idempotency-Key: send it without the header, or without the preference")
+	}
+	return key, dry, bad
 }
 
 // prefersRollback reports whether Prefer headers (RFC 7240: comma-separated
@@ -97,6 +106,7 @@ func (h *Handler) runBatch(ctx context.Context, c caller, endpoint catalog.Endpo
 	steps := make([]step, len(calls))
 	for i, call := range calls {
 		steps[i] = step{call: call, out: NewAnswer(record.Limits{MaxRows: call.Op.MaxRows, MaxBytes: h.cfg.MaxAnswer})}
+		steps[i].out.KeepFirst()
 	}
 	mode := firebird.Snapshot
 	if endpoint == catalog.Execute {
@@ -181,11 +191,7 @@ func (h *Handler) step(ctx context.Context, s *firebird.Session, call catalog.Ca
 	if op.Endpoint == catalog.ExecuteQuery {
 		return s.Read(ctx, op.Procedure, call.Args, out)
 	}
-	fw := firebird.Write{Procedure: op.Procedure, Args: call.Args}
-	if rb := op.ReadBack; rb != nil {
-		fw.ReadBack, fw.ReadArgs = rb.Procedure, call.ReadBackArgs()
-	}
-	_, err := s.Write(ctx, "write", fw, nil, nil, out)
+	_, err := s.Write(ctx, "write", writeOf(call), nil, nil, out)
 	return err
 }
 

@@ -154,12 +154,9 @@ func (h *Handler) execute(w http.ResponseWriter, r *http.Request, c caller, endp
 		}
 	}
 	var key string
+	var dry bool
 	if bad == nil {
-		key, bad = idempotencyKey(r, c, endpoint)
-	}
-	dry := endpoint == catalog.Execute && prefersRollback(r.Header.Values("Prefer"))
-	if bad == nil && dry && key != "" {
-		bad = erp.Refuse(erp.CodeKeyDryRun, "a dry run (Prefer: tx=rollback) keeps nothing under an Idempotency-Key: send it without the header, or without the preference")
+		key, dry, bad = writeHeaders(r, c, endpoint)
 	}
 	var o outcome
 	switch {

@@ -300,16 +300,22 @@ func (h *Handler) call(ctx context.Context, t erp.Target, w *work) error {
 	if op.Endpoint == catalog.ExecuteQuery {
 		return h.db.Read(ctx, t, op.Procedure, args, w.out)
 	}
-	fw := firebird.Write{Procedure: op.Procedure, Args: args}
-	if rb := op.ReadBack; rb != nil {
-		fw.ReadBack, fw.ReadArgs = rb.Procedure, w.call.ReadBackArgs()
-	}
+	fw := writeOf(w.call)
 	if w.key != nil {
 		var err error
 		w.kept, w.replayed, err = h.db.WriteOnce(ctx, t, fw, w.out, *w.key)
 		return err
 	}
 	return h.db.Write(ctx, t, fw, w.out)
+}
+
+// writeOf is the database's write of a call to a write operation.
+func writeOf(call catalog.Call) firebird.Write {
+	fw := firebird.Write{Procedure: call.Op.Procedure, Args: call.Args}
+	if rb := call.Op.ReadBack; rb != nil {
+		fw.ReadBack, fw.ReadArgs = rb.Procedure, call.ReadBackArgs()
+	}
+	return fw
 }
 
 func (h *Handler) refreshed(ctx context.Context, t erp.Target) (tenants.Instance, bool) {

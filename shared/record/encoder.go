@@ -44,7 +44,9 @@ type Encoder struct {
 	cols    []Column
 	rows    int
 	extra   int // what escaping the buffer as a JSON string adds to it
-	first   []any
+	// keepFirst: the first row's values are kept (KeepFirst), in first.
+	keepFirst bool
+	first     []any
 }
 
 // NewEncoder starts an answer with prefix, e.g. `{"cod_error":0,"data":`,
@@ -124,7 +126,7 @@ func (e *Encoder) Row(vals []any) error {
 		return ErrTooLarge
 	}
 	e.extra += extra
-	if e.rows == 0 {
+	if e.rows == 0 && e.keepFirst {
 		e.first = make([]any, len(e.cols))
 		for i := range e.first {
 			if i < len(vals) {
@@ -144,9 +146,13 @@ func (e *Encoder) Row(vals []any) error {
 	return nil
 }
 
+// KeepFirst makes the encoder keep the first row's values, for First: a
+// batch passes them from one call to the next. Other answers copy nothing.
+func (e *Encoder) KeepFirst() { e.keepFirst = true }
+
 // First is the value of column name in the first row, as Row got it; ok is
-// false when there is no row or no such column. A batch passes it from one
-// call to the next.
+// false when there is no row or no such column, or First was not asked for
+// (KeepFirst).
 func (e *Encoder) First(name string) (v any, ok bool) {
 	for i, c := range e.cols {
 		if c.Name == name && e.first != nil {
