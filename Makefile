@@ -163,11 +163,11 @@ coldstart: test-db
 # The local server on the demo database under 1, 4 and 16 clients, against the
 # raw prepared-statement driver loop in the same run; then 5000 mixed requests
 # and what the gateway holds in the database afterwards (MON$ tables, SYSDBA).
-# DURATION per measurement, MIXED=0 skips the mixed phase; the server's log
+# DURATION per kind and level (raw and http take turns in four parts), MIXED=0 skips the mixed phase; the server's log
 # goes to bin/load-server.log.
 load: demo-db
 	@go build -o bin/localserver ./infra/localserver
-	@FB_SYSDBA_PASSWORD=$$($(FB) sysdba) $(call TOOL,load) -duration $(or $(DURATION),5s) -mixed $(or $(MIXED),5000)
+	@export FB_SYSDBA_PASSWORD=$$($(FB) sysdba); $(call TOOL,load) -duration $(or $(DURATION),12s) -mixed $(or $(MIXED),5000)
 
 # One customer's Firebird hangs: what does another customer see? (README,
 # "Measurements").

@@ -11,30 +11,62 @@ import (
 	"time"
 )
 
+// turns is how many parts each kind's measurement at a level is cut into:
+// raw and http take turns (raw, http, http, raw, ...), so a machine that
+// slows down or speeds up during the run weighs on both alike.
+const turns = 4
+
 func measureLevels(ctx context.Context, o options, db *sql.DB, base string) ([]result, error) {
 	var results []result
 	for _, c := range o.levels {
-		raw, err := rawClients(ctx, db, c)
-		if err != nil {
-			return nil, err
-		}
-		r, err := measure(ctx, "raw", raw, o.duration)
-		closeAll(raw)
-		if err != nil {
-			return nil, err
-		}
-		hcs, err := httpClients(base, o.token, c)
-		if err != nil {
-			return nil, err
-		}
-		h, err := measure(ctx, "http", hcs, o.duration)
-		closeAll(hcs)
+		r, h, err := measureLevel(ctx, o, db, base, c)
 		if err != nil {
 			return nil, err
 		}
 		results = append(results, r, h)
 	}
 	return results, nil
+}
+
+// measureLevel measures c raw clients and c http clients, each for
+// o.duration in all, in turns.
+func measureLevel(ctx context.Context, o options, db *sql.DB, base string, c int) (raw, web result, err error) {
+	rcs, err := rawClients(ctx, db, c)
+	if err != nil {
+		return raw, web, err
+	}
+	defer closeAll(rcs)
+	hcs, err := httpClients(base, o.token, c)
+	if err != nil {
+		return raw, web, err
+	}
+	defer closeAll(hcs)
+	for _, cs := range [][]client{rcs, hcs} {
+		if err := warmUp(cs); err != nil {
+			return raw, web, fmt.Errorf("%d clients: warm-up: %w", c, err)
+		}
+	}
+	raw, web = result{kind: "raw", clients: c, cpuKnown: true}, result{kind: "http", clients: c, cpuKnown: true}
+	for i := range turns {
+		first, second := &raw, &web
+		if i%2 == 1 {
+			first, second = second, first
+		}
+		for _, r := range []*result{first, second} {
+			cs := rcs
+			if r.kind == "http" {
+				cs = hcs
+			}
+			part, err := measure(ctx, r.kind, cs, o.duration/turns)
+			if err != nil {
+				return raw, web, err
+			}
+			r.add(part)
+		}
+	}
+	slices.Sort(raw.latencies)
+	slices.Sort(web.latencies)
+	return raw, web, nil
 }
 
 func reportFailures(results []result) int {
@@ -61,12 +93,9 @@ func closeAll(clients []client) {
 	}
 }
 
-// measure warms the clients up, then lets them call as fast as they can for
-// d, and records every successful call's latency and the Firebird server's CPU.
+// measure lets warm clients call as fast as they can for d, and records
+// every successful call's latency and the Firebird server's CPU.
 func measure(ctx context.Context, kind string, clients []client, d time.Duration) (result, error) {
-	if err := warmUp(clients); err != nil {
-		return result{}, fmt.Errorf("%d clients %s: warm-up: %w", len(clients), kind, err)
-	}
 	type tally struct {
 		latencies []time.Duration
 		errors    int
@@ -101,7 +130,6 @@ func measure(ctx context.Context, kind string, clients []client, d time.Duration
 		r.errors += t.errors
 		r.firstErr = cmp.Or(r.firstErr, t.firstErr)
 	}
-	slices.Sort(r.latencies)
 	return r, nil
 }
 

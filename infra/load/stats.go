@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +24,16 @@ type result struct {
 	cpuKnown  bool
 	errors    int
 	firstErr  error
+}
+
+// add counts part, a later measurement of the same clients, into r.
+func (r *result) add(part result) {
+	r.elapsed += part.elapsed
+	r.latencies = append(r.latencies, part.latencies...)
+	r.cpu += part.cpu
+	r.cpuKnown = r.cpuKnown && part.cpuKnown
+	r.errors += part.errors
+	r.firstErr = cmp.Or(r.firstErr, part.firstErr)
 }
 
 func (r result) perSecond() float64 {
