@@ -122,7 +122,7 @@ func (k *checker) isWrite(clave string) bool {
 		}
 		// The single request's discriminator names the writes; a batch on
 		// execute may hold reads too.
-		schema := dig(item, "post", "requestBody", "content", "application/json", "schema")
+		schema := k.resolve(dig(item, "post", "requestBody", "content", "application/json", "schema"))
 		oneOf, _ := dig(schema, "oneOf").([]any)
 		if len(oneOf) > 0 {
 			if _, ok := dig(oneOf[0], "discriminator", "mapping", clave).(string); ok {
@@ -131,6 +131,17 @@ func (k *checker) isWrite(clave string) bool {
 		}
 	}
 	return false
+}
+
+// resolve is the schema v refers to, when it is a reference to one of the
+// document's components, else v.
+func (k *checker) resolve(v any) any {
+	ref, _ := dig(v, "$ref").(string)
+	name, ok := strings.CutPrefix(ref, "#/components/schemas/")
+	if !ok {
+		return v
+	}
+	return dig(k.doc, "components", "schemas", name)
 }
 
 // dig walks v's nested objects by key.

@@ -80,6 +80,15 @@ func Document(in Input) ([]byte, error) {
 			{"type", "object"}, {"required", []string{"cod_error", "ex_execsql"}}, {"additionalProperties", false},
 			{"properties", obj{{"cod_error", obj{{"const", 0}}}, {"ex_execsql", obj{{"type", "string"}}}}},
 		}},
+		kv{"Answer", obj{
+			{"description", "An answer of either endpoint, one call's: its rows (data), the database's refusal or a batch call's outcome (ex_execsql). The columns of each CLAVE's rows are in its own schema, <CLAVE>.answer: decode data with it (answers are open to columns the ERP adds later). One schema for every CLAVE, because the path is the same for all and a generator cannot tell their answers apart."},
+			{"type", "object"}, {"required", []string{"cod_error"}},
+			{"properties", obj{
+				{"cod_error", obj{{"type", "integer"}, {"minimum", 0}, {"description", "0, or a batch call's code (1501-1503)."}}},
+				{"data", obj{{"type", "array"}, {"items", obj{{"type", "object"}, {"additionalProperties", true}}}}},
+				{"ex_execsql", obj{{"type", "string"}}},
+			}},
+		}},
 		kv{"Refusal", obj{
 			{"description", "A request the gateway refused before or instead of running it; the codes are in the README, \"Error codes\"."},
 			{"type", "object"}, {"required", []string{"cod_error", "ex_execsql"}}, {"additionalProperties", false},
@@ -105,7 +114,9 @@ func Document(in Input) ([]byte, error) {
 		ops      obj
 	}{{catalog.ExecuteQuery, reads}, {catalog.Execute, writes}} {
 		if len(e.ops) > 0 {
-			paths = append(paths, kv{"/{instance}/RestServerIsapi.dll/api/v1/{class}/" + string(e.endpoint), obj{{"post", operation(in, e.endpoint, e.ops)}}})
+			op, request := operation(in, e.endpoint, e.ops)
+			paths = append(paths, kv{"/{instance}/RestServerIsapi.dll/api/v1/{class}/" + string(e.endpoint), obj{{"post", op}}})
+			schemas = append(schemas, kv{requestName(e.endpoint), request})
 		}
 	}
 	paths = append(paths, kv{"/{instance}/health", obj{{"get", health()}}},
@@ -139,19 +150,23 @@ func pathParams(class string) []obj {
 		{{"name", "instance"}, {"in", "path"}, {"required", true}, {"description", "The ERP instance."},
 			{"schema", obj{{"type", "string"}, {"pattern", erp.InstanceNamePattern}}}},
 		{{"name", "class"}, {"in", "path"}, {"required", true}, {"description", "The interface class of the vendor's path."},
-			{"schema", obj{{"const", class}}}},
+			{"schema", oneValue(class)}},
 	}
 }
 
-func operation(in Input, endpoint catalog.Endpoint, ops obj) obj {
-	var requests, answers []obj
+// requestName names the schema of an endpoint's request body. A body of
+// its own, not one inline: oapi-codegen's type for an inline union body
+// loses the union's JSON encoding, and sends {}.
+func requestName(endpoint catalog.Endpoint) string { return "Request." + string(endpoint) }
+
+// operation is the endpoint's operation, and the schema of its request body.
+func operation(in Input, endpoint catalog.Endpoint, ops obj) (op, request obj) {
+	var requests []obj
 	mapping := obj{}
 	for _, e := range ops {
 		requests = append(requests, ref(e.k+".request"))
-		answers = append(answers, ref(e.k+".answer"))
 		mapping = append(mapping, kv{e.k, "#/components/schemas/" + e.k + ".request"})
 	}
-	answers = append(answers, ref("DatabaseRefusal"))
 	reqExamples, ansExamples := obj{}, obj{}
 	for _, e := range ops {
 		reqExamples = append(reqExamples, kv{e.k, obj{{"summary", "Every required parameter, with a value of its form"}, {"value", catalogExample(e.v.(*catalog.Operation))}}})
@@ -171,7 +186,6 @@ func operation(in Input, endpoint catalog.Endpoint, ops obj) obj {
 		for _, clave := range in.Catalog.Claves() {
 			if op, _ := in.Catalog.Lookup(clave); op.Endpoint == catalog.ExecuteQuery {
 				requests = append(requests, ref(clave+".request"))
-				answers = append(answers, ref(clave+".answer"))
 				mapping = append(mapping, kv{clave, "#/components/schemas/" + clave + ".request"})
 			}
 		}
@@ -180,11 +194,13 @@ func operation(in Input, endpoint catalog.Endpoint, ops obj) obj {
 	batch := obj{{"type", "array"}, {"minItems", 1}, {"maxItems", in.BatchMax},
 		{"description", "A batch (README, \"Batches\"): " + batchCalls + ". A parameter's value may be {\"$from\": i, \"$field\": \"NAME\"}: column NAME of the first row of call i's answer (i from 0, an earlier call)."},
 		{"items", obj{{"oneOf", requests}, {"discriminator", obj{{"propertyName", "CLAVE"}, {"mapping", mapping}}}}}}
-	reqMedia := obj{{"schema", obj{{"oneOf", []obj{single, batch}}}}}
+	request = obj{{"oneOf", []obj{single, batch}}}
+	reqMedia := obj{{"schema", ref(requestName(endpoint))}}
 	reqMedia = append(reqMedia, kv{"examples", reqExamples})
-	elements := append(append([]obj(nil), answers...), ref("Refusal"))
-	answers = append(answers, obj{{"type", "array"}, {"description", "A batch's answer: one element per call, in order, each in the single call's shape; a failed batch's elements carry no data (codes 1501-1503)."}, {"items", obj{{"anyOf", elements}}}})
-	ok := answer(200, "The procedure's rows (`data`, each row's keys in the procedure's output order), or the database's refusal (`ex_execsql`); for a batch, an array of them.", ansExamples, answers...)
+	// An object or an array: generators tell the two apart by the JSON
+	// type, which they cannot do between the operations' answers.
+	ok := answer(200, "One call's answer: the procedure's rows (`data`, each row's keys in the procedure's output order, as <CLAVE>.answer describes them), or the database's refusal (`ex_execsql`); for a batch, an array of them.", ansExamples,
+		obj{{"oneOf", []obj{ref("Answer"), {{"type", "array"}, {"description", "A batch's answer: one element per call, in order, each in the single call's shape; a failed batch's elements carry no data (codes 1501-1503)."}, {"items", ref("Answer")}}}}})
 	summary, scope := "Run a read operation (a selectable procedure)", erp.ScopeEdge|erp.ScopeInstance|erp.ScopeBody|erp.ScopeDatabase
 	params := pathParams(in.Class)
 	if endpoint == catalog.Execute {
@@ -203,7 +219,7 @@ func operation(in Input, endpoint catalog.Endpoint, ops obj) obj {
 		{"parameters", params},
 		{"requestBody", obj{{"required", true}, {"content", obj{{"application/json", reqMedia}}}}},
 		{"responses", append(obj{{"200", ok}}, refusals(scope)...)},
-	}
+	}, request
 }
 
 func health() obj {
@@ -256,9 +272,8 @@ var dateToken = strings.NewReplacer("DD", `\d{2}`, "MM", `\d{2}`, "YYYY", `\d{4}
 
 func requestSchema(op *catalog.Operation) obj {
 	required := []string{"CLAVE"}
-	// An enum of one, not a const: generators take it as the
-	// discriminator's value (ogen refuses a const one).
-	props := obj{{"CLAVE", obj{{"type", "string"}, {"enum", []string{op.Clave}}}}}
+	// The discriminator's value (oneValue).
+	props := obj{{"CLAVE", oneValue(op.Clave)}}
 	for _, p := range op.Params {
 		if p.Required {
 			required = append(required, p.Name)
@@ -344,10 +359,19 @@ func columnSchema(c catalog.DBParam) obj {
 	switch c.Type {
 	case "CHAR", "VARCHAR":
 		return t("string", kv{"maxLength", c.Chars})
-	case "SMALLINT", "INTEGER", "BIGINT", "INT128":
-		return t("integer")
-	case "NUMERIC", "DECIMAL", "FLOAT", "DOUBLE PRECISION", "DECFLOAT(16)", "DECFLOAT(34)":
-		return t("number")
+	case "SMALLINT", "INTEGER", "BIGINT":
+		return t("integer", kv{"format", map[string]string{"SMALLINT": "int16", "INTEGER": "int32", "BIGINT": "int64"}[c.Type]})
+	case "FLOAT":
+		return t("number", kv{"format", "float"})
+	case "DOUBLE PRECISION":
+		return t("number", kv{"format", "double"})
+	case "NUMERIC", "DECIMAL", "DECFLOAT(16)", "DECFLOAT(34)", "INT128":
+		// A JSON number written exactly as the database holds it: format
+		// decimal tells generators to decode it into a decimal type, not a
+		// float that rounds past 15 digits; x-go-type does the same for
+		// oapi-codegen, which knows no decimal format.
+		return t("number", kv{"format", "decimal"}, kv{"x-go-type", "json.Number"},
+			kv{"description", "Exact: decode into a decimal type (a float rounds past 15 significant digits)."})
 	case "BOOLEAN":
 		return t("boolean")
 	case "DATE":

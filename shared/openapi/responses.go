@@ -14,13 +14,13 @@ func headers() obj {
 	str := obj{{"type", "string"}}
 	return obj{
 		{"X-Request-Id", obj{{"description", "The request's id (API Gateway's request id in AWS): quote it to the operator, who finds the request's log line by it."}, {"schema", str}}},
-		{"Cache-Control", obj{{"description", "no-store: answers are never cached."}, {"schema", obj{{"const", "no-store"}}}}},
-		{"X-Content-Type-Options", obj{{"description", "nosniff: the answer is JSON, never to be taken for another type."}, {"schema", obj{{"const", "nosniff"}}}}},
+		{"Cache-Control", obj{{"description", "no-store: answers are never cached."}, {"schema", oneValue("no-store")}}},
+		{"X-Content-Type-Options", obj{{"description", "nosniff: the answer is JSON, never to be taken for another type."}, {"schema", oneValue("nosniff")}}},
 		{"WWW-Authenticate", obj{{"description", "Bearer realm=\"erp-gateway\": send the instance's token (README, \"Tokens\")."}, {"schema", str}}},
 		{"Retry-After", obj{{"description", "Seconds to wait before trying again, when the gateway knows (a paused instance, the local server's bound)."}, {"schema", obj{{"type", "integer"}, {"minimum", 1}}}}},
 		{"Allow", obj{{"description", "The method the path serves."}, {"schema", str}}},
-		{"Preference-Applied", obj{{"description", "tx=rollback: the request ran as a dry run, and nothing of it was written."}, {"schema", obj{{"const", "tx=rollback"}}}}},
-		{"Idempotent-Replayed", obj{{"description", "true: the answer kept with the request's Idempotency-Key, byte for byte; nothing ran again (README, \"Writes that are safe to retry\")."}, {"schema", obj{{"const", "true"}}}}},
+		{"Preference-Applied", obj{{"description", "tx=rollback: the request ran as a dry run, and nothing of it was written."}, {"schema", oneValue("tx=rollback")}}},
+		{"Idempotent-Replayed", obj{{"description", "true: the answer kept with the request's Idempotency-Key, byte for byte; nothing ran again (README, \"Writes that are safe to retry\")."}, {"schema", oneValue("true")}}},
 	}
 }
 
@@ -33,6 +33,11 @@ func withHeader(response obj, name string) obj {
 	}
 	return response
 }
+
+// oneValue is a string that can only be v: an enum of one, not a const,
+// which generators type as a string (oapi-codegen cannot bind a const's
+// untyped value; ogen refuses a const discriminator).
+func oneValue(v string) obj { return obj{{"type", "string"}, {"enum", []string{v}}} }
 
 func header(name string) obj { return obj{{"$ref", "#/components/headers/" + name}} }
 
@@ -52,13 +57,11 @@ func headersOf(status int) obj {
 }
 
 // answer is a response of status with content of the schemas given, one or
-// any of several; examples may be nil.
+// one of several; examples may be nil.
 func answer(status int, description string, examples obj, schemas ...obj) obj {
 	schema := schemas[0]
 	if len(schemas) > 1 {
-		// anyOf, not oneOf: the answers of two reads can be the same
-		// document (an empty data array).
-		schema = obj{{"anyOf", schemas}}
+		schema = obj{{"oneOf", schemas}}
 	}
 	media := obj{{"schema", schema}}
 	if len(examples) > 0 {
