@@ -18,10 +18,11 @@ import (
 // document and instance in Secrets Manager, moto's behind our front) under
 // the emulated Runtime API, on the same database and read, and reports
 // ours against the floor: the first answer, from the process's start, and
-// the warm median of warmCalls invocations after it; medians over the
-// rounds (make coldstart: -benchtime 5x).
+// the warm median of warmCalls invocations after it, the two processes'
+// invocations taking turns; medians over the rounds (make coldstart:
+// -benchtime 5x).
 func BenchmarkColdStart(b *testing.B) {
-	const warmCalls = 40
+	const warmCalls = 400
 	floor, ours := buildBootstrap(b, "testdata/floor"), buildBootstrap(b, "executequery")
 	_, doc, env := acmeInSecretsManager(b)
 	env = append(env, "GATEWAY_RESPONSE_STREAMING=true")
@@ -33,11 +34,22 @@ func BenchmarkColdStart(b *testing.B) {
 	// The floor reads the same instance's secret from the same endpoint.
 	floorEnv := append([]string{"FLOOR_SECRET=" + secretsPrefix + "acme", "FLOOR_CODIGO=800000000"}, env...)
 
-	// run starts binary, and answers the first event and then warmCalls.
-	run := func(binary string, env []string) (first, warm time.Duration) {
+	// started is a function process that answered its first event.
+	type started struct {
+		api   *runtimeAPI
+		first time.Duration
+		stop  func()
+	}
+	// start starts binary and answers its first event.
+	start := func(binary string, env []string) started {
 		api, srv := newRuntimeAPI(b)
-		start, cmd := startBootstrapCmd(b, binary, strings.TrimPrefix(srv.URL, "http://"), env...)
-		defer func() {
+		began, cmd := startBootstrapCmd(b, binary, strings.TrimPrefix(srv.URL, "http://"), env...)
+		resp, res := api.invoke(event)
+		first := time.Since(began)
+		if res.isError || resp.StatusCode != 200 || !strings.Contains(resp.Body, `"data"`) {
+			b.Fatalf("%s: %d %s %s", binary, resp.StatusCode, resp.Body, res.body)
+		}
+		return started{api: api, first: first, stop: func() {
 			cmd.Process.Kill() //nolint:errcheck // it may have ended
 			cmd.Wait()         //nolint:errcheck // killed
 			if binary == ours && testing.Verbose() {
@@ -47,35 +59,48 @@ func BenchmarkColdStart(b *testing.B) {
 					}
 				}
 			}
-		}()
-		resp, res := api.invoke(event)
-		first = time.Since(start)
-		if res.isError || resp.StatusCode != 200 || !strings.Contains(resp.Body, `"data"`) {
-			b.Fatalf("%s: %d %s %s", binary, resp.StatusCode, resp.Body, res.body)
-		}
-		took := make([]time.Duration, warmCalls)
-		for i := range took {
-			began := time.Now()
-			api.invoke(event)
-			took[i] = time.Since(began)
-		}
-		slices.Sort(took)
-		return first, took[warmCalls/2]
+		}}
 	}
-	var firsts, warms []float64
-	var floorFirst, oursFirst []time.Duration
+	// warm times one invocation.
+	warm := func(p started) time.Duration {
+		began := time.Now()
+		p.api.invoke(event)
+		return time.Since(began)
+	}
+	var firsts, warms, warmsAlike []float64
+	var floorFirst, oursFirst, floorWarm, oursWarm []time.Duration
+	// The floor alike runs on one P, as ours does (lambdafn.Main): ours
+	// against it is our code's cost, against the floor the setting's gain too.
+	alikeEnv := append(append([]string{}, floorEnv...), "GOMAXPROCS=1")
 	for b.Loop() {
-		ff, fw := run(floor, floorEnv)
-		of, ow := run(ours, env)
-		floorFirst, oursFirst = append(floorFirst, ff), append(oursFirst, of)
-		firsts, warms = append(firsts, float64(of)/float64(ff)), append(warms, float64(ow)/float64(fw))
+		// The first answers one after the other, each process alone;
+		// then all three warm, their invocations taking turns, so that
+		// the machine's drift weighs on each alike.
+		f := start(floor, floorEnv)
+		a := start(floor, alikeEnv)
+		o := start(ours, env)
+		fw, aw, ow := make([]time.Duration, warmCalls), make([]time.Duration, warmCalls), make([]time.Duration, warmCalls)
+		for i := range warmCalls {
+			fw[i], aw[i], ow[i] = warm(f), warm(a), warm(o)
+		}
+		for _, p := range []started{f, a, o} {
+			p.stop()
+		}
+		p50 := func(d []time.Duration) time.Duration { slices.Sort(d); return d[len(d)/2] }
+		floorFirst, oursFirst = append(floorFirst, f.first), append(oursFirst, o.first)
+		floorWarm, oursWarm = append(floorWarm, p50(fw)), append(oursWarm, p50(ow))
+		firsts = append(firsts, float64(o.first)/float64(f.first))
+		warms, warmsAlike = append(warms, float64(p50(ow))/float64(p50(fw))), append(warmsAlike, float64(p50(ow))/float64(p50(aw)))
 	}
 	median := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
 	medianD := func(v []time.Duration) time.Duration { slices.Sort(v); return v[len(v)/2] }
 	b.ReportMetric(median(firsts), "first-answer/floor")
 	b.ReportMetric(median(warms), "warm-p50/floor")
+	b.ReportMetric(median(warmsAlike), "warm-p50/floor-one-P")
 	b.ReportMetric(float64(medianD(oursFirst).Microseconds())/1000, "first-answer-ms")
 	b.ReportMetric(float64(medianD(floorFirst).Microseconds())/1000, "floor-first-answer-ms")
+	b.ReportMetric(float64(medianD(oursWarm).Microseconds())/1000, "warm-p50-ms")
+	b.ReportMetric(float64(medianD(floorWarm).Microseconds())/1000, "floor-warm-p50-ms")
 }
 
 // TestFloorBuilds: the floor make coldstart measures against builds, though

@@ -2,6 +2,7 @@ package functions_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -101,8 +102,8 @@ func newRuntimeAPI(t testing.TB) (*runtimeAPI, *httptest.Server) {
 func (r *runtimeAPI) readStream(req *http.Request) result {
 	res := result{streamed: true}
 	br := bufio.NewReader(req.Body)
-	delim := strings.Repeat("\x00", 8)
-	for len(res.prelude) <= 16<<10 && !strings.HasSuffix(string(res.prelude), delim) {
+	delim := make([]byte, 8)
+	for len(res.prelude) <= 16<<10 && !bytes.HasSuffix(res.prelude, delim) {
 		c, err := br.ReadByte()
 		if err != nil {
 			r.t.Errorf("a streamed response without its prelude: %q", res.prelude)
@@ -258,9 +259,13 @@ func TestBootstrapBinariesAgainstTheRuntimeAPI(t *testing.T) {
 
 	t.Run("executequery", func(t *testing.T) {
 		api, srv := newRuntimeAPI(t)
-		start := startBootstrap(t, buildBootstrap(t, "executequery"), strings.TrimPrefix(srv.URL, "http://"), instances...)
+		start, cmd := startBootstrapCmd(t, buildBootstrap(t, "executequery"), strings.TrimPrefix(srv.URL, "http://"), instances...)
 
 		resp, res := api.invoke(restEvent(t, apiPath+"executequery", `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`, nil))
+		// One P, unless the environment says otherwise (lambdafn.Main).
+		if out := cmd.Stdout.(*lockedBuffer).String(); !strings.Contains(out, `"gomaxprocs":1,`) {
+			t.Errorf("the function does not run on one P: %s", out)
+		}
 		t.Logf("start of the binary to its first response (cold start, first connection included): %s", res.at.Sub(start).Round(time.Millisecond))
 		if res.isError || resp.StatusCode != 200 || !strings.HasPrefix(resp.Body, `{"cod_error":0,"data":[{"CODIGO":"REF0001",`) {
 			t.Fatalf("read: %+v %s", resp, res.body)
