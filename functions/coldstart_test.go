@@ -17,10 +17,10 @@ import (
 // and the real executequery bootstrap as deployed (streaming; its access
 // document and instance in Secrets Manager, moto's behind our front) under
 // the emulated Runtime API, on the same database and read, and reports
-// ours against the floor: the first answer, from the process's start, and
-// the warm median of warmCalls invocations after it, the two processes'
-// invocations taking turns; medians over the rounds (make coldstart:
-// -benchtime 5x).
+// ours against the floor (and against the floor on one P, as ours runs):
+// the first answer, from the process's start, and the warm median of
+// warmCalls invocations after it, the processes' invocations taking turns;
+// medians over the rounds (make coldstart: -benchtime 5x).
 func BenchmarkColdStart(b *testing.B) {
 	const warmCalls = 400
 	floor, ours := buildBootstrap(b, "testdata/floor"), buildBootstrap(b, "executequery")
