@@ -264,6 +264,46 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
+// FuzzParseBatch: any batch either becomes its calls or a refusal with a
+// message and the index of the call it is about (-1: the batch as a
+// whole), never a panic; a reference names an earlier call.
+func FuzzParseBatch(f *testing.F) {
+	c, err := LoadFile("../../infra/catalog.demo.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, seed := range []string{
+		`[{"CLAVE":"Set_Pedido","TERCERO":"800000000","FECHA":"24.11.2026"},{"CLAVE":"Set_Pedido_Linea","NUMERO":{"$from":0,"$field":"NUMERO"},"REFERENCIA":"REF0001","CANTIDAD":"2"}]`,
+		`[{"CLAVE":"Get_Referencias","CODIGO":{"$from":0,"$field":"CODIGO"}}]`,
+		`[{"CLAVE":"Get_Referencias","CODIGO":{"$from":-1}},{"CLAVE":"Get_Referencias","CODIGO":{"$from":1e3,"$field":""}}]`,
+		`[[],{},null,1]`,
+		`[]`,
+	} {
+		f.Add(seed)
+	}
+	const most = 8
+	f.Fuzz(func(t *testing.T, body string) {
+		for _, endpoint := range []Endpoint{ExecuteQuery, Execute} {
+			calls, at, refused := c.ParseBatch(endpoint, []byte(body), most)
+			if refused != nil {
+				if refused.Message == "" || refused.Code < 1001 || at < -1 || at >= most {
+					t.Fatalf("refusal without a message or code, or about no call (%d): %+v", at, refused)
+				}
+				continue
+			}
+			if len(calls) == 0 || len(calls) > most {
+				t.Fatalf("%d calls accepted", len(calls))
+			}
+			for i, call := range calls {
+				if call.Op == nil {
+					t.Fatalf("call %d has no operation", i)
+				}
+				call.Fingerprint()
+			}
+		}
+	})
+}
+
 // TestEncodeWritesWhatDecodeReads: the file Encode writes (a draft of make
 // catalog-from-db) loads as the same operations, and leaves out what is
 // unset but keeps a scale of 0.
