@@ -500,6 +500,38 @@ func TestStaleWaitsForOneRead(t *testing.T) {
 	}
 }
 
+// FuzzVerify: any token, for any instance, is refused or is exactly a token
+// that was minted for that instance, never a panic: a token has one
+// spelling, and its limits are those it was minted with.
+func FuzzVerify(f *testing.F) {
+	k, key := newKey(f, "k")
+	d, err := Parse([]byte(`{"keys":{"k":"` + key + `"}}`))
+	if err != nil {
+		f.Fatal(err)
+	}
+	limits := erp.Limits{ReadOnly: true, Claves: []string{"Get_Terceros"}, Expires: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+	plain, _ := mint(f, k, "acme", erp.Limits{})
+	limited, _ := mint(f, k, "acme", limits)
+	minted := map[string]erp.Limits{plain: {}, limited: limits}
+	for _, token := range []string{plain, limited, plain[:len(plain)-1], "erpgw_k__", "erpgw_" + strings.Repeat("_", 100), ""} {
+		f.Add("acme", token)
+		f.Add("other", token)
+	}
+	f.Fuzz(func(t *testing.T, instance, token string) {
+		g, err := d.Verify(instance, token)
+		if err != nil {
+			return
+		}
+		want, ok := minted[token]
+		if !ok || instance != "acme" {
+			t.Fatalf("%q verified for %q", token, instance)
+		}
+		if !g.Limits.Expires.Equal(want.Expires) || g.Limits.ReadOnly != want.ReadOnly || !slices.Equal(g.Limits.Claves, want.Claves) {
+			t.Fatalf("%q verified with limits %+v, minted with %+v", token, g.Limits, want)
+		}
+	})
+}
+
 // BenchmarkVerify is what every request pays before any per-instance work:
 // an unlimited token, a limited one (its limits decoded once the MAC holds),
 // and a stranger's limited token (the MAC alone).
