@@ -29,7 +29,7 @@ export FB_TEST_PASSWORD ?= gateway-demo
 .DEFAULT_GOAL := help
 help:
 	@echo "make run | make test | make serve ADDR=host:port INSTANCES=file ACCESS=file [BASE_PATH=/erp] | make bench | make lint"
-	@echo "make roundtrips | make coldstart | make load | make build [CATALOG=file] | make deploy | make local-api | make token INSTANCE=name [SIGNING_KEY=file] [READ_ONLY=1] [CLAVES=a,b] [EXPIRES=YYYY-MM-DD|never] | make token-key [ID=id] | make demo-reset   (README.md)"
+	@echo "make roundtrips | make coldstart | make load | make fuzz [FUZZTIME=30s] | make build [CATALOG=file] | make deploy | make local-api | make token INSTANCE=name [SIGNING_KEY=file] [READ_ONLY=1] [CLAVES=a,b] [EXPIRES=YYYY-MM-DD|never] | make token-key [ID=id] | make demo-reset   (README.md)"
 	@echo "make openapi | make check | make doctor | make catalog-from-db | make idempotency-sql [USER=GATEWAY] | make kept INSTANCE=name KEY=key   (README.md, \"The catalog\")"
 
 # Mint a bearer token for INSTANCE with a signing key: a file (SIGNING_KEY,
@@ -46,7 +46,7 @@ token:
 token-key:
 	@$(call TOOL,minttoken) -new-key '$(or $(ID),$(shell date +%Y-%m))'
 
-.PHONY: help coldstart roundtrips token token-key load-neighbour load-slow run serve test bench load lint demo-db demo-reset firebird test-db build deploy local-api build-ExecuteQueryFunction build-ExecuteFunction build-ExecuteQueryHookFunction build-ExecuteHookFunction check-catalog catalog-from-db doctor openapi check idempotency-sql kept
+.PHONY: help fuzz coldstart roundtrips token token-key load-neighbour load-slow run serve test bench load lint demo-db demo-reset firebird test-db build deploy local-api build-ExecuteQueryFunction build-ExecuteFunction build-ExecuteQueryHookFunction build-ExecuteHookFunction check-catalog catalog-from-db doctor openapi check idempotency-sql kept
 
 # The Lambda binaries: linux/arm64, static, no RPC shim, stripped. CATALOG=file
 # (make build, sam build) builds that catalog into both, gzipped and base64'd
@@ -154,6 +154,15 @@ bench: test-db
 # counts them, for the gateway and the raw driver (README, "Round trips").
 roundtrips: test-db
 	@FB_TEST_SYSDBA_PASSWORD=$$($(FB) sysdba) go test -count=1 -run '^TestRoundTrips$$' -v ./shared/gateway/ | sed -n 's/^ *roundtrips_test.go:[0-9]*: //p'
+
+# Each fuzz target for FUZZTIME (30 s by default) in turn; make test runs
+# their seeds. A failing input is kept under the package's testdata/fuzz.
+fuzz: test-db
+	@export FB_TEST_SYSDBA_PASSWORD=$$($(FB) sysdba); set -o pipefail; \
+	grep -rEo --include='*_test.go' '^func Fuzz[A-Za-z0-9]+' shared infra functions | while IFS=: read -r file fn; do \
+	  name=$${fn#func }; printf '%-20s %-22s ' "$$name" "$$(dirname $$file)"; \
+	  go test -run '^$$' -fuzz "^$$name$$" -fuzztime $(or $(FUZZTIME),30s) ./$$(dirname $$file) 2>&1 | tail -1 || exit 1; \
+	done
 
 # The executequery bootstrap's first answer and warm median against a floor
 # Lambda's, under the emulated Runtime API, 5 rounds (README, "Cold start").
