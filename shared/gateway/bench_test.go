@@ -230,7 +230,7 @@ const writeBlock = 100
 // serverCPU is the CPU time the Firebird server processes have used.
 func serverCPU(b testing.TB) time.Duration {
 	var ticks int64
-	for _, pid := range firebirdPIDs(b) {
+	for _, pid := range fbtest.FirebirdPIDs(b) {
 		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil {
 			b.Fatal(err)

@@ -1,16 +1,10 @@
 package gateway_test
 
 import (
-	"errors"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 )
 
@@ -113,50 +107,4 @@ func (p *tcpProxy) blackhole() {
 	for _, f := range p.flows {
 		f.Store(true)
 	}
-}
-
-// firebirdPIDs lists the Firebird server processes (the one fbguard runs).
-func firebirdPIDs(t testing.TB) []int {
-	t.Helper()
-	dirs, err := filepath.Glob("/proc/[0-9]*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pids []int
-	for _, d := range dirs {
-		comm, err := os.ReadFile(filepath.Join(d, "comm"))
-		if err != nil || strings.TrimSpace(string(comm)) != "firebird" {
-			continue
-		}
-		pid, _ := strconv.Atoi(filepath.Base(d))
-		pids = append(pids, pid)
-	}
-	if len(pids) == 0 {
-		t.Fatal("no firebird server process: run the tests with `make test`")
-	}
-	return pids
-}
-
-// freeze stops the Firebird server (SIGSTOP) and returns a function that
-// resumes it; the server is resumed when the test ends whatever happens.
-func freeze(t testing.TB) (thaw func()) {
-	t.Helper()
-	pids := firebirdPIDs(t)
-	var once sync.Once
-	thaw = func() {
-		once.Do(func() {
-			for _, pid := range pids {
-				if err := syscall.Kill(pid, syscall.SIGCONT); err != nil && !errors.Is(err, syscall.ESRCH) {
-					t.Errorf("resuming firebird %d: %v", pid, err)
-				}
-			}
-		})
-	}
-	t.Cleanup(thaw)
-	for _, pid := range pids {
-		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-			t.Fatalf("stopping firebird %d: %v", pid, err)
-		}
-	}
-	return thaw
 }

@@ -151,7 +151,7 @@ func TestFrozenServerAnswersWithinTheDeadline(t *testing.T) {
 	}
 	wg.Wait()
 
-	thaw := freeze(t)
+	thaw := fbtest.Freeze(t)
 	for i := range 8 {
 		wg.Go(func() {
 			p, body := path("demo", "executequery"), read
