@@ -1,6 +1,7 @@
 package functions_test
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"testing"
@@ -86,21 +87,24 @@ func BenchmarkColdStart(b *testing.B) {
 		for _, p := range []started{f, a, o} {
 			p.stop()
 		}
-		p50 := func(d []time.Duration) time.Duration { slices.Sort(d); return d[len(d)/2] }
 		floorFirst, oursFirst = append(floorFirst, f.first), append(oursFirst, o.first)
-		floorWarm, oursWarm = append(floorWarm, p50(fw)), append(oursWarm, p50(ow))
+		floorWarm, oursWarm = append(floorWarm, median(fw)), append(oursWarm, median(ow))
 		firsts = append(firsts, float64(o.first)/float64(f.first))
-		warms, warmsAlike = append(warms, float64(p50(ow))/float64(p50(fw))), append(warmsAlike, float64(p50(ow))/float64(p50(aw)))
+		warms, warmsAlike = append(warms, float64(median(ow))/float64(median(fw))), append(warmsAlike, float64(median(ow))/float64(median(aw)))
 	}
-	median := func(v []float64) float64 { slices.Sort(v); return v[len(v)/2] }
-	medianD := func(v []time.Duration) time.Duration { slices.Sort(v); return v[len(v)/2] }
 	b.ReportMetric(median(firsts), "first-answer/floor")
 	b.ReportMetric(median(warms), "warm-p50/floor")
 	b.ReportMetric(median(warmsAlike), "warm-p50/floor-one-P")
-	b.ReportMetric(float64(medianD(oursFirst).Microseconds())/1000, "first-answer-ms")
-	b.ReportMetric(float64(medianD(floorFirst).Microseconds())/1000, "floor-first-answer-ms")
-	b.ReportMetric(float64(medianD(oursWarm).Microseconds())/1000, "warm-p50-ms")
-	b.ReportMetric(float64(medianD(floorWarm).Microseconds())/1000, "floor-warm-p50-ms")
+	b.ReportMetric(float64(median(oursFirst).Microseconds())/1000, "first-answer-ms")
+	b.ReportMetric(float64(median(floorFirst).Microseconds())/1000, "floor-first-answer-ms")
+	b.ReportMetric(float64(median(oursWarm).Microseconds())/1000, "warm-p50-ms")
+	b.ReportMetric(float64(median(floorWarm).Microseconds())/1000, "floor-warm-p50-ms")
+}
+
+// median sorts v and returns its middle element.
+func median[T cmp.Ordered](v []T) T {
+	slices.Sort(v)
+	return v[len(v)/2]
 }
 
 // TestFloorBuilds: the floor make coldstart measures against builds, though

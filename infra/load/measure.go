@@ -47,22 +47,20 @@ func measureLevel(ctx context.Context, o options, db *sql.DB, base string, c int
 		}
 	}
 	raw, web = result{kind: "raw", clients: c, cpuKnown: true}, result{kind: "http", clients: c, cpuKnown: true}
-	for i := range turns {
-		first, second := &raw, &web
-		if i%2 == 1 {
-			first, second = second, first
-		}
-		for _, r := range []*result{first, second} {
-			cs := rcs
-			if r.kind == "http" {
-				cs = hcs
-			}
-			part, err := measure(ctx, r.kind, cs, o.duration/turns)
+	type kind struct {
+		r  *result
+		cs []client
+	}
+	order := []kind{{&raw, rcs}, {&web, hcs}}
+	for range turns {
+		for _, k := range order {
+			part, err := measure(ctx, k.r.kind, k.cs, o.duration/turns)
 			if err != nil {
 				return raw, web, err
 			}
-			r.add(part)
+			k.r.add(part)
 		}
+		order[0], order[1] = order[1], order[0]
 	}
 	slices.Sort(raw.latencies)
 	slices.Sort(web.latencies)
