@@ -219,7 +219,7 @@ func TestTranslatedResources(t *testing.T) {
 		"AWS::IAM::ManagedPolicy":          {"SecretsPolicy"},
 		"AWS::CodeDeploy::DeploymentGroup": {"ExecuteFunctionDeploymentGroup", "ExecuteQueryFunctionDeploymentGroup"},
 		"AWS::CloudWatch::Alarm": {"Api5xxAlarm", "ApiLatencyAlarm", "ExecuteErrorsAlarm", "ExecuteQueryErrorsAlarm",
-			"ExecuteQueryThrottlesAlarm", "ExecuteThrottlesAlarm", "UnavailableAlarm"},
+			"ExecuteQueryThrottlesAlarm", "ExecuteThrottlesAlarm", "OrphansAlarm", "UnavailableAlarm"},
 		"AWS::WAFv2::WebACL":            {"WebAcl"},
 		"AWS::WAFv2::WebACLAssociation": {"WebAclAssociation"},
 	}

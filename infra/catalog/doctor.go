@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -51,18 +52,22 @@ func doctor(ctx context.Context, args []string, stdout io.Writer) error {
 			continue
 		}
 		findings := cat.Diagnose(procs, inst.Connection.User)
+		tables := []firebird.Table{firebird.OrphanGrant()}
 		if inst.Idempotency {
+			tables = append(tables, idempotency.Table())
+		}
+		var unread error
+		for _, table := range tables {
 			kctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			problems, err := idempotency.CheckTable(kctx, inst.Connection)
+			problems, err := firebird.CheckTable(kctx, inst.Connection, table)
 			cancel()
-			if err != nil {
-				fmt.Fprintf(stdout, "%s: cannot read the database: %v\n", name, err)
-				fatal = true
-				continue
-			}
-			for _, p := range problems {
-				findings = append(findings, catalog.Finding{Clave: "Idempotency-Key", Fatal: true, Text: p})
-			}
+			unread = cmp.Or(unread, err)
+			findings = append(findings, problems...)
+		}
+		if unread != nil {
+			fmt.Fprintf(stdout, "%s: cannot read the database: %v\n", name, unread)
+			fatal = true
+			continue
 		}
 		if len(findings) == 0 {
 			fmt.Fprintf(stdout, "%s: ok (%d operations, %d procedures)\n", name, len(cat.Claves()), len(cat.Procedures()))

@@ -169,6 +169,17 @@ func TestDoctorTranscript(t *testing.T) {
 	if !errors.Is(err, errFindings) || out.String() != want {
 		t.Fatalf("%v:\n%s\nwant:\n%s", err, out.String(), want)
 	}
+	// Without the grant that lets it cancel orphans, a warning: nothing
+	// fails for want of it.
+	fbtest.Setup(t, fbtest.Demo(t), "REVOKE DELETE ON MON$ATTACHMENTS FROM USER GATEWAY")
+	t.Cleanup(func() { fbtest.Setup(t, fbtest.Demo(t), "GRANT DELETE ON MON$ATTACHMENTS TO USER GATEWAY") })
+	out.Reset()
+	err = doctor(context.Background(), []string{"-instances", instances, "-catalog", "../catalog.demo.json"}, &out)
+	want = "checking the catalog ../catalog.demo.json\n" +
+		"demo: warning: MON$ATTACHMENTS may not be used by GATEWAY: GRANT DELETE ON MON$ATTACHMENTS TO GATEWAY; without it the gateway cannot cancel the attachments a cut link leaves behind, which keep their transactions and locks until the server's TCP keepalive gives up (about 2 hours)\n"
+	if err != nil || out.String() != want {
+		t.Fatalf("without the grant: %v:\n%s\nwant:\n%s", err, out.String(), want)
+	}
 }
 
 // TestKeptPrintsTheAnswerAsJSON: make kept shows a DBA the answer a client

@@ -68,7 +68,7 @@ func run(addr, instancesPath, accessPath, basePath string, readTimeout time.Dura
 	if err != nil {
 		return fmt.Errorf("%s: %w", accessPath, err)
 	}
-	pools := firebird.NewPools(firebird.Options{StmtMaxAge: s.StmtMaxAge, ConnMaxIdle: s.ConnMaxIdle})
+	pools := firebird.NewPools(firebird.Options{StmtMaxAge: s.StmtMaxAge, ConnMaxIdle: s.ConnMaxIdle, LongestCall: max(s.DBTimeout, s.BatchTimeout), Log: log})
 	defer pools.Close()
 
 	srv := &http.Server{

@@ -76,11 +76,22 @@ func (p DBParam) Encodable() bool {
 
 // Finding is one disagreement between the catalog and a database, in words
 // an operator can act on. Fatal ones make the operation fail on every call.
+// Clave is the operation's, or for the gateway's own needs one of the
+// names below.
 type Finding struct {
 	Clave string
 	Fatal bool
 	Text  string
 }
+
+// The names of findings about what the gateway itself needs of a database:
+// the idempotency keys' table (fatal for keyed writes), and the grant that
+// lets it cancel the attachments a cut link leaves behind (nothing fails
+// without it).
+const (
+	KeysFinding    = "Idempotency-Key"
+	OrphansFinding = "MON$ATTACHMENTS"
+)
 
 func (f Finding) String() string { return f.Text }
 

@@ -56,6 +56,11 @@ var (
 	// or may not be executed. One procedure's trouble says nothing of the
 	// others.
 	ErrCannotRun = &Fault{text: "database unavailable: the database cannot run the call", Code: CodeUnavailable, Advice: ErrUnavailable.Advice, of: ErrUnavailable}
+	// ErrLocked: a record the call writes is locked by another transaction
+	// that did not end while the call could wait (a live one, or one a cut
+	// link left behind that is not cancelled yet). Nothing was written. The
+	// database answered: it is up.
+	ErrLocked = &Fault{text: "database unavailable: records the call writes are locked by another transaction", Code: CodeUnavailable, Advice: "try again in a moment", of: ErrUnavailable}
 	// ErrOutcomeUnknown: a write's commit was sent and never answered; it
 	// may or may not have been committed.
 	ErrOutcomeUnknown = &Fault{text: "the outcome of the write is unknown", Code: CodeOutcomeUnknown, Down: true, Advice: "read the record before retrying"}

@@ -2,6 +2,7 @@ package fbtest
 
 import (
 	"cmp"
+	"io"
 	"net"
 	"strconv"
 	"sync"
@@ -22,6 +23,10 @@ type Link struct {
 	Addr  string
 	delay time.Duration
 	trips atomic.Int64
+
+	mu    sync.Mutex
+	flows []*atomic.Bool // each flow's "dropped"
+	down  time.Time      // flows opened before this are dropped (Drop)
 }
 
 // NewLink proxies to cfg's server with delay each way until the test ends.
@@ -35,18 +40,74 @@ func NewLink(t testing.TB, cfg erp.Connection, delay time.Duration) *Link {
 	target := net.JoinHostPort(cfg.Host, strconv.Itoa(cmp.Or(cfg.Port, erp.DefaultPort)))
 	var wg sync.WaitGroup
 	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	var mu sync.Mutex
+	var open []net.Conn
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range open {
+			c.Close()
+		}
+	})
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		proxy(ln, target, func(client, server net.Conn) {
+		for {
+			client, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			dropped := l.flow()
+			mu.Lock()
+			open = append(open, client)
+			mu.Unlock()
+			if dropped.Load() {
+				// Born while the link is down: its first packets never
+				// reach the server, and nothing ever answers.
+				wg.Add(1)
+				go func() { defer wg.Done(); io.Copy(io.Discard, client) }() //nolint:errcheck // a black hole
+				continue
+			}
+			server, err := net.Dial("tcp", target)
+			if err != nil {
+				client.Close()
+				continue
+			}
+			mu.Lock()
+			open = append(open, server)
+			mu.Unlock()
 			var turn atomic.Bool // true once the server spoke last
 			turn.Store(true)
 			wg.Add(2)
-			go func() { defer wg.Done(); l.pipe(server, client, func() { l.count(&turn, false) }) }()
-			go func() { defer wg.Done(); l.pipe(client, server, func() { l.count(&turn, true) }) }()
-		})
+			go func() { defer wg.Done(); l.pipe(server, client, dropped, func() { l.count(&turn, false) }) }()
+			go func() { defer wg.Done(); l.pipe(client, server, dropped, func() { l.count(&turn, true) }) }()
+		}
 	}()
 	return l
+}
+
+// flow registers a new flow: dropped from birth while the link is down.
+func (l *Link) flow() *atomic.Bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	dropped := &atomic.Bool{}
+	dropped.Store(time.Now().Before(l.down))
+	l.flows = append(l.flows, dropped)
+	return dropped
+}
+
+// Drop cuts the link as a NAT or firewall that loses its flows' state does:
+// every flow open now is dropped for good, both ways, silently (what either
+// end sends never arrives, and neither end is closed), and so is every flow
+// opened within d. Flows opened after d pass again.
+func (l *Link) Drop(d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, f := range l.flows {
+		f.Store(true)
+	}
+	l.flows = nil
+	l.down = time.Now().Add(d)
 }
 
 // Through is cfg reaching its server through the link.
@@ -71,9 +132,9 @@ func (l *Link) count(serverLast *atomic.Bool, server bool) {
 	}
 }
 
-// pipe copies src to dst, each piece delayed, in order; spoke is called as
-// each piece is read.
-func (l *Link) pipe(dst, src net.Conn, spoke func()) {
+// pipe copies src to dst, each piece delayed, in order, until the flow is
+// dropped; spoke is called as each piece is read.
+func (l *Link) pipe(dst, src net.Conn, dropped *atomic.Bool, spoke func()) {
 	type piece struct {
 		b  []byte
 		at time.Time
@@ -84,7 +145,7 @@ func (l *Link) pipe(dst, src net.Conn, spoke func()) {
 		for {
 			buf := make([]byte, 64<<10)
 			n, err := src.Read(buf)
-			if n > 0 {
+			if n > 0 && !dropped.Load() {
 				spoke()
 				pieces <- piece{buf[:n], time.Now().Add(l.delay)}
 			}
@@ -95,14 +156,19 @@ func (l *Link) pipe(dst, src net.Conn, spoke func()) {
 	}()
 	for p := range pieces {
 		time.Sleep(time.Until(p.at))
+		if dropped.Load() {
+			continue // lost on the way; the reader goes on reading
+		}
 		if _, err := dst.Write(p.b); err != nil {
 			break
 		}
 	}
 	// One side ended: end both, as a network would, and let the reader
-	// end.
+	// end; once the flow is dropped the other side never hears of it.
 	src.Close()
-	dst.Close()
+	if !dropped.Load() {
+		dst.Close()
+	}
 	for range pieces {
 	}
 }

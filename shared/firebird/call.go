@@ -118,14 +118,24 @@ func (p *Pools) Ping(ctx context.Context, t erp.Target) error {
 // connections, committed when body returns nil (a ReadOnly one is kept: see
 // conn.call), and returns what failed as the domain's outcomes (classify).
 // A call that finds its connection dead before a commit was sent is retried
-// once on a fresh pool: nothing of it can have been committed. A call
-// abandoned at its deadline is never retried, so out has one writer at a
-// time.
+// once on a fresh pool: nothing of it can have been committed. One that gave
+// up waiting for a lock (lockWait) hunts for orphans, and runs again when the
+// hunt cancelled one (the lock's holder may have been it) and its deadline
+// leaves room for another wait; else it answers erp.ErrLocked at once, and
+// its client retries (nothing was written). Waiting on, up to the deadline,
+// would hold a live holder's rows no better, and a keyed write would give
+// its key up between tries anyway. A call abandoned at its deadline is never
+// retried, so out has one writer at a time. A call on the write path first
+// hunts for orphans when one is due (huntDue).
 func (p *Pools) Transact(ctx context.Context, t erp.Target, mode Mode, out *record.Encoder, body func(context.Context, *Session) error) error {
+	reruns := 0
 	for attempt := 0; ; attempt++ {
 		cur, err := p.get(t)
 		if err != nil {
 			return err
+		}
+		if mode != ReadOnly && p.huntDue(t, cur, mode) {
+			p.Hunt(ctx, t)
 		}
 		if out != nil {
 			out.Reset()
@@ -140,6 +150,10 @@ func (p *Pools) Transact(ctx context.Context, t erp.Target, mode Mode, out *reco
 		if overLimit(err) || errors.Is(err, ErrRollback) || (out != nil && out.Spilled()) {
 			return err
 		}
+		if LockWaited(err) && p.Hunt(ctx, t) > 0 && reruns < maxLockReruns && roomForAWait(ctx) {
+			reruns++
+			continue
+		}
 		ph := phase(at.Load())
 		// A pool whose procedures changed is replaced before anything ran
 		// (pool.verify); the new one checks none in its first StmtMaxAge.
@@ -149,6 +163,17 @@ func (p *Pools) Transact(ctx context.Context, t erp.Target, mode Mode, out *reco
 		}
 		return classify(ctx, ph, err)
 	}
+}
+
+// maxLockReruns bounds the tries of a call after its lock waits: each may
+// wait a lock timeout.
+const maxLockReruns = 2
+
+// roomForAWait reports whether ctx leaves time for another lock wait and an
+// answer after it.
+func roomForAWait(ctx context.Context) bool {
+	deadline, ok := ctx.Deadline()
+	return !ok || time.Until(deadline) > lockTimeout+500*time.Millisecond
 }
 
 // guard returns work's result, or gives up on it shortly after ctx ends:

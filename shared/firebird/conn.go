@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/tally"
 )
 
@@ -15,14 +16,19 @@ import (
 // carries the statements prepared on it. database/sql stays the pool: it caps
 // and recycles connections and hands one to each call.
 type connector struct {
-	driver  driver.Connector
+	driver  driver.DriverContext
+	cfg     erp.Connection
+	bound   time.Duration // the attachments' orphan bound (orphans.go)
 	maxStmt int
+	abandon func(id string)
 }
 
-// newConnector returns a connector for dsn. database/sql knows the driver only
-// by its registered name, so a DB that never dials hands the driver over.
-func newConnector(dsn string, maxStmt int) (*connector, error) {
-	probe, err := sql.Open("firebirdsql", dsn)
+// newConnector returns a connector to cfg's database whose attachments carry
+// bound in their marker, and hands abandon the id of each given up with its
+// wire in an unknown state. database/sql knows the driver only by its
+// registered name, so a DB that never dials hands the driver over.
+func newConnector(cfg erp.Connection, bound time.Duration, maxStmt int, abandon func(id string)) (*connector, error) {
+	probe, err := sql.Open("firebirdsql", DSN(cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -31,25 +37,31 @@ func newConnector(dsn string, maxStmt int) (*connector, error) {
 	if !ok {
 		return nil, fmt.Errorf("the firebirdsql driver has no connector")
 	}
-	inner, err := dc.OpenConnector(dsn)
-	if err != nil {
+	if _, err := dc.OpenConnector(DSN(cfg)); err != nil {
 		return nil, err
 	}
-	return &connector{driver: inner, maxStmt: maxStmt}, nil
+	return &connector{driver: dc, cfg: cfg, bound: bound, maxStmt: maxStmt, abandon: abandon}, nil
 }
 
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	// Counted as asked, like prepares: a refused attachment (a wrong
 	// password) costs the server work too.
 	tally.Add(ctx, tally.ConnectionOpens)
-	dc, err := c.driver.Connect(ctx)
+	// Each attachment's marker names it (orphans.go): its connector is
+	// its own.
+	id := newConnID()
+	inner, err := c.driver.OpenConnector(attachDSN(c.cfg, c.bound, id))
 	if err != nil {
 		return nil, err
 	}
-	return &conn{inner: dc, wire: countTrips(dc), stmts: make(map[string]*stmt), blocks: make(map[string]block), reads: make(map[string]*readPlan), max: c.maxStmt, used: time.Now()}, nil
+	dc, err := inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &conn{inner: dc, id: id, abandon: c.abandon, wire: countTrips(dc), stmts: make(map[string]*stmt), blocks: make(map[string]block), reads: make(map[string]*readPlan), max: c.maxStmt, used: time.Now()}, nil
 }
 
-func (c *connector) Driver() driver.Driver { return c.driver.Driver() }
+func (c *connector) Driver() driver.Driver { return c.driver.(driver.Driver) }
 
 // The driver's connection offers all of these; conn relies on them.
 type driverConn interface {
@@ -64,10 +76,14 @@ type driverConn interface {
 // holding it (through sql.Conn.Raw) touches it.
 type conn struct {
 	inner driver.Conn
-	wire  *wire // nil when the driver's round trips cannot be counted
-	stmts map[string]*stmt
-	max   int
-	used  time.Time // end of the last call
+	// id names the attachment in its marker; abandon is told it when the
+	// connection is closed with its wire in an unknown state.
+	id      string
+	abandon func(id string)
+	wire    *wire // nil when the driver's round trips cannot be counted
+	stmts   map[string]*stmt
+	max     int
+	used    time.Time // end of the last call
 	// loaded is when it first prepared anything but the procedures'
 	// version, no later than it loaded any procedure's definition
 	// (pool.outdated); zero before.
@@ -115,8 +131,12 @@ var errNotThroughDatabaseSQL = errors.New("firebird: statements run through Pool
 // 10 s teardown timeout, so a long-lived connection or a silent network would
 // hold the caller for seconds to hours. Every transaction of ours has ended
 // by then; the server frees the attachment when the socket closes, as it does
-// when Lambda discards an execution environment.
+// when Lambda discards an execution environment. A connection closed with its
+// wire in an unknown state may be one the network cut off, which the server
+// never hears closed: its id goes to abandon, and the next call to its
+// database cancels it (orphans.go).
 func (c *conn) Close() error {
+	lost := c.broken
 	if fc, ok := c.inner.(driverConn); ok && fc.IsValid() {
 		// A ping given closePing cannot be answered in time across any
 		// real link: it leaves the wire marked out of step, and the
@@ -125,8 +145,14 @@ func (c *conn) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), closePing)
 		_ = fc.Ping(ctx)
 		cancel()
+	} else {
+		lost = true
 	}
-	return c.inner.Close()
+	err := c.inner.Close()
+	if lost && c.abandon != nil {
+		c.abandon(c.id)
+	}
+	return err
 }
 
 // closePing bounds the ping Close sends to turn the driver's polite close

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/erp"
@@ -17,7 +18,7 @@ import (
 // procedures, as the target's user sees them, keyed by the names given.
 func Describe(ctx context.Context, cfg erp.Connection, names []string) (map[string]catalog.Procedure, error) {
 	var out map[string]catalog.Procedure
-	err := reading(ctx, cfg, func(tx *sql.Tx) (err error) {
+	err := reading(ctx, cfg, DefaultLongestCall+orphanMargin, func(tx *sql.Tx) (err error) {
 		out, err = describeAll(ctx, tx, names)
 		return err
 	})
@@ -50,7 +51,7 @@ func describeAll(ctx context.Context, tx *sql.Tx, names []string) (map[string]ca
 // table pads them with blanks (CHAR), which an exact name would not match.
 func DescribeMatching(ctx context.Context, cfg erp.Connection, pattern string) ([]catalog.Procedure, error) {
 	var out []catalog.Procedure
-	err := reading(ctx, cfg, func(tx *sql.Tx) error {
+	err := reading(ctx, cfg, DefaultLongestCall+orphanMargin, func(tx *sql.Tx) error {
 		names, err := matching(ctx, tx, strings.ToUpper(pattern))
 		if err != nil {
 			return fmt.Errorf("listing procedures: %w", err)
@@ -73,9 +74,10 @@ func DescribeMatching(ctx context.Context, cfg erp.Connection, pattern string) (
 // reading runs read in a read-only transaction on a connection of its own,
 // closed before it returns: descriptions are rare (the doctor, the health
 // check, after a call the database could not run, the catalog tools) and
-// must not disturb the pools' connections and their prepared statements.
-func reading(ctx context.Context, cfg erp.Connection, read func(*sql.Tx) error) error {
-	db, err := sql.Open("firebirdsql", DSN(cfg))
+// must not disturb the pools' connections and their prepared statements. Its
+// attachment carries bound in its marker, as the pools' do.
+func reading(ctx context.Context, cfg erp.Connection, bound time.Duration, read func(*sql.Tx) error) error {
+	db, err := sql.Open("firebirdsql", attachDSN(cfg, bound, newConnID()))
 	if err != nil {
 		return fmt.Errorf("%w: the connection settings cannot be used", erp.ErrUnavailable)
 	}
@@ -171,8 +173,8 @@ func describe(ctx context.Context, tx *sql.Tx, name string) (catalog.Procedure, 
 
 // Describe is the package's Describe for an instance the pools serve, on
 // one attachment with what keeps each of tables from serving (Table.check).
-func (p *Pools) Describe(ctx context.Context, t erp.Target, names []string, tables ...Table) (procs map[string]catalog.Procedure, problems []string, err error) {
-	err = reading(ctx, t.Connection, func(tx *sql.Tx) error {
+func (p *Pools) Describe(ctx context.Context, t erp.Target, names []string, tables ...Table) (procs map[string]catalog.Procedure, problems []catalog.Finding, err error) {
+	err = reading(ctx, t.Connection, p.bound(), func(tx *sql.Tx) error {
 		if procs, err = describeAll(ctx, tx, names); err != nil {
 			return err
 		}
@@ -191,21 +193,26 @@ func (p *Pools) Describe(ctx context.Context, t erp.Target, names []string, tabl
 	return procs, problems, nil
 }
 
-// Table is a table of the gateway's own that a DBA installs in an
-// instance's database: its columns, and the privileges the gateway's user
-// needs on it.
+// Table is a table the gateway uses in an instance's database, of its own
+// (a DBA installs it) or the server's: its columns, and the privileges the
+// gateway's user needs on it.
 type Table struct {
 	Name       string
 	Columns    []string
 	Privileges []string // SELECT, INSERT, UPDATE, DELETE
 	// Install says how a DBA installs it, for the problems found.
 	Install string
+	// Finding names its findings (catalog.KeysFinding, ...); Fatal: without
+	// it calls fail. Cost, when not "", says what a missing privilege costs.
+	Finding string
+	Fatal   bool
+	Cost    string
 }
 
 // CheckTable says what keeps the gateway's user from using table in cfg's
 // database; nothing when all is there.
-func CheckTable(ctx context.Context, cfg erp.Connection, table Table) (problems []string, err error) {
-	err = reading(ctx, cfg, func(tx *sql.Tx) error {
+func CheckTable(ctx context.Context, cfg erp.Connection, table Table) (problems []catalog.Finding, err error) {
+	err = reading(ctx, cfg, DefaultLongestCall+orphanMargin, func(tx *sql.Tx) error {
 		problems, err = table.check(ctx, tx)
 		return err
 	})
@@ -215,18 +222,21 @@ func CheckTable(ctx context.Context, cfg erp.Connection, table Table) (problems 
 // check finds the table missing, a column missing, a privilege not granted
 // (to the user, its role or PUBLIC), with CURRENT_USER and CURRENT_ROLE as
 // the procedures' grants are.
-func (t Table) check(ctx context.Context, tx *sql.Tx) ([]string, error) {
+func (t Table) check(ctx context.Context, tx *sql.Tx) ([]catalog.Finding, error) {
 	columns, err := column(ctx, tx, `SELECT TRIM(RDB$FIELD_NAME) FROM RDB$RELATION_FIELDS WHERE RDB$RELATION_NAME = ?`, t.Name)
 	if err != nil {
 		return nil, err
 	}
-	if len(columns) == 0 {
-		return []string{t.Name + " does not exist: " + t.Install}, nil
+	finding := func(text string) catalog.Finding {
+		return catalog.Finding{Clave: t.Finding, Fatal: t.Fatal, Text: text}
 	}
-	var problems []string
+	if len(columns) == 0 {
+		return []catalog.Finding{finding(t.Name + " does not exist: " + t.Install)}, nil
+	}
+	var problems []catalog.Finding
 	for _, c := range t.Columns {
 		if !slices.Contains(columns, c) {
-			problems = append(problems, fmt.Sprintf("%s has no column %s: %s", t.Name, c, t.Install))
+			problems = append(problems, finding(fmt.Sprintf("%s has no column %s: %s", t.Name, c, t.Install)))
 		}
 	}
 	granted, err := column(ctx, tx, `SELECT TRIM(RDB$PRIVILEGE) FROM RDB$USER_PRIVILEGES
@@ -246,7 +256,11 @@ func (t Table) check(ctx context.Context, tx *sql.Tx) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		problems = append(problems, fmt.Sprintf("%s may not be used by %s: GRANT %s ON %s TO %s", t.Name, user[0], strings.Join(missing, ", "), t.Name, user[0]))
+		text := fmt.Sprintf("%s may not be used by %s: GRANT %s ON %s TO %s", t.Name, user[0], strings.Join(missing, ", "), t.Name, user[0])
+		if t.Cost != "" {
+			text += "; " + t.Cost
+		}
+		problems = append(problems, finding(text))
 	}
 	return problems, nil
 }

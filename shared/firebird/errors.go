@@ -55,7 +55,10 @@ func classify(ctx context.Context, at phase, err error) error {
 	var fb *firebirdsql.FbError
 	isFB := errors.As(err, &fb)
 	var badURL *url.Error
+	var lw *lockWait
 	switch {
+	case errors.As(err, &lw):
+		return fmt.Errorf("%w: %w", erp.ErrLocked, err)
 	case errors.As(err, &badURL):
 		// Its text would quote the connection string, password included.
 		return fmt.Errorf("%w: the connection settings cannot be parsed", erp.ErrUnavailable)

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -30,12 +31,23 @@ type Options struct {
 	StmtMaxAge time.Duration
 	// MaxStatements caps the statements prepared on one connection (64).
 	MaxStatements int
+	// LongestCall is the longest a call of this process may run: the
+	// longest deadline it gives one (DefaultLongestCall). A transaction of
+	// an attachment of ours older than it and orphanMargin is an orphan,
+	// cancelled by whichever process of ours meets it (orphans.go).
+	LongestCall time.Duration
+	// Log receives the orphans cancelled, and a hunt the database refuses;
+	// nil discards them.
+	Log *slog.Logger
 }
 
 // Defaults of Options.
 const (
 	DefaultConnMaxIdle = 240 * time.Second
 	DefaultStmtMaxAge  = 60 * time.Second
+	// DefaultLongestCall is for tools that make only short calls: a
+	// bound longer than any of their calls.
+	DefaultLongestCall = time.Minute
 )
 
 func (o Options) withDefaults() Options {
@@ -52,6 +64,10 @@ func (o Options) withDefaults() Options {
 	}
 	def(&o.ConnMaxIdle, DefaultConnMaxIdle)
 	def(&o.StmtMaxAge, DefaultStmtMaxAge)
+	def(&o.LongestCall, DefaultLongestCall)
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
 	return o
 }
 
@@ -62,6 +78,7 @@ type Pools struct {
 	opts  Options
 	mu    sync.Mutex
 	pools map[string]*pool
+	hunts map[string]*hunting // by instance: its orphans (orphans.go)
 }
 
 type pool struct {
@@ -76,11 +93,15 @@ type pool struct {
 	checked time.Time
 	version string
 	since   time.Time
+	// hunted is when the pool last hunted orphans on the write path, and
+	// huntRefused says its user may not (orphans.go).
+	hunted      time.Time
+	huntRefused bool
 }
 
 // NewPools returns an empty set of pools.
 func NewPools(opts Options) *Pools {
-	return &Pools{opts: opts.withDefaults(), pools: make(map[string]*pool)}
+	return &Pools{opts: opts.withDefaults(), pools: make(map[string]*pool), hunts: make(map[string]*hunting)}
 }
 
 func (p *Pools) get(t erp.Target) (*pool, error) {
@@ -92,7 +113,8 @@ func (p *Pools) get(t erp.Target) (*pool, error) {
 		}
 		go cur.db.Close()
 	}
-	c, err := newConnector(DSN(t.Connection), p.opts.MaxStatements)
+	instance := t.Instance
+	c, err := newConnector(t.Connection, p.bound(), p.opts.MaxStatements, func(id string) { p.abandon(instance, id) })
 	if err != nil {
 		// Its text would quote the connection string, password included.
 		return nil, fmt.Errorf("%w: the connection settings cannot be used", erp.ErrUnavailable)
@@ -102,10 +124,14 @@ func (p *Pools) get(t erp.Target) (*pool, error) {
 	db.SetMaxIdleConns(p.opts.MaxConns)
 	db.SetConnMaxLifetime(connMaxLife)
 	db.SetConnMaxIdleTime(p.opts.ConnMaxIdle)
-	cur := &pool{cfg: t.Connection, db: db, checked: time.Now()}
+	cur := &pool{cfg: t.Connection, db: db, checked: time.Now(), hunted: time.Now()}
 	p.pools[t.Instance] = cur
 	return cur, nil
 }
+
+// bound is the age past which a transaction of an attachment of ours is an
+// orphan.
+func (p *Pools) bound() time.Duration { return p.opts.LongestCall + orphanMargin }
 
 // connMaxLife bounds a connection's life even when no procedure changes:
 // the driver keeps every transaction a connection ran in memory until it

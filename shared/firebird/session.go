@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/record"
@@ -21,6 +22,9 @@ type Session struct {
 	// reads: statements run in the connection's read transaction, begun
 	// with the first.
 	reads bool
+	// began is when the statement running was sent: a conflict after a
+	// lock wait takes the lock timeout (lockWait).
+	began time.Time
 }
 
 func (s *Session) prepare(ctx context.Context, query string) (*stmt, error) {
@@ -41,11 +45,12 @@ func (s *Session) prepare(ctx context.Context, query string) (*stmt, error) {
 }
 
 // failed keeps a statement after the procedure's own refusal (an exception, a
-// constraint) or an answer over its limits, and drops it after anything
-// else, so it is prepared anew.
+// constraint), a lock it gave up waiting for, or an answer over its limits,
+// and drops it after anything else, so it is prepared anew.
 func (s *Session) failed(ctx context.Context, query string, err error) error {
+	err = waited(err, time.Since(s.began))
 	var exc *erp.Exception
-	if overLimit(err) || errors.As(classify(ctx, executing, err), &exc) {
+	if overLimit(err) || LockWaited(err) || errors.As(classify(ctx, executing, err), &exc) {
 		return err
 	}
 	if s.conn.settle(ctx, s.fc, err) {
@@ -75,6 +80,7 @@ func (s *Session) open(ctx context.Context, query string, args []any) (driver.Ro
 	if err != nil {
 		return nil, err
 	}
+	s.began = time.Now()
 	rows, err := run(ctx, st, args)
 	if err != nil {
 		return nil, s.failed(ctx, query, err)

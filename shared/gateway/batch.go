@@ -284,6 +284,15 @@ func (h *Handler) batchFailure(ctx context.Context, t erp.Target, steps []step, 
 		return refusal(code, "the database of instance "+t.Instance+" did not confirm the batch: it may or may not have been written, whole; "+f.Advice)
 	case erp.CodeUnavailable:
 		h.log.WarnContext(ctx, "database unavailable for a batch", "instance", t.Instance, "err", err)
+		if errors.Is(err, erp.ErrLocked) {
+			where := failingCall(steps)
+			if where != "" {
+				where = " (" + where + ")"
+			}
+			o := refusal(code, fmt.Sprintf("the database of instance %s could not run the batch%s: records it writes are locked by another transaction that has not ended; nothing of the batch was written; %s", t.Instance, where, f.Advice))
+			o.retryAfter = time.Second
+			return o
+		}
 		if errors.Is(err, erp.ErrCannotRun) {
 			return refusal(code, fmt.Sprintf("the database of instance %s cannot run the batch right now (%s); nothing of the batch was written; %s", t.Instance, failing(steps), f.Advice))
 		}
@@ -296,12 +305,22 @@ func (h *Handler) batchFailure(ctx context.Context, t erp.Target, steps []step, 
 	return refusal(erp.CodeInternal, "internal error")
 }
 
-// failing names the call of a batch that was running when it failed.
+// failing names the call of a batch that was running when it failed, as one
+// the database cannot run.
 func failing(steps []step) string {
-	for i := len(steps) - 1; i >= 0; i-- {
-		if st := steps[i]; st.started && !st.ran && st.refused == nil {
-			return fmt.Sprintf("call %d, CLAVE %s: its procedure is missing, changed or not granted", i, st.call.Op.Clave)
-		}
+	if at := failingCall(steps); at != "" {
+		return at + ": its procedure is missing, changed or not granted"
 	}
 	return "its procedures are missing, changed or not granted"
+}
+
+// failingCall names the call of a batch that was running when it failed; ""
+// when none was.
+func failingCall(steps []step) string {
+	for i := len(steps) - 1; i >= 0; i-- {
+		if st := steps[i]; st.started && !st.ran && st.refused == nil {
+			return fmt.Sprintf("call %d, CLAVE %s", i, st.call.Op.Clave)
+		}
+	}
+	return ""
 }

@@ -18,10 +18,10 @@ import (
 // Describer reads what a database says of procedures; *firebird.Pools is
 // one. A Database that is not has no health check and plainer messages.
 type Describer interface {
-	// Describe reads the procedures and, when keys, what keeps the
-	// instance from keeping idempotency keys (nothing when all is there),
-	// in one reading.
-	Describe(ctx context.Context, t erp.Target, procedures []string, keys bool) (map[string]catalog.Procedure, []string, error)
+	// Describe reads the procedures and what keeps the gateway from what
+	// it needs of the database (catalog.OrphansFinding and, when keys,
+	// catalog.KeysFinding; nothing when all is there), in one reading.
+	Describe(ctx context.Context, t erp.Target, procedures []string, keys bool) (map[string]catalog.Procedure, []catalog.Finding, error)
 }
 
 // How long a database's description serves. A call the database cannot run
@@ -38,21 +38,20 @@ const (
 // said is what one reading of a database said.
 type said struct {
 	procs map[string]catalog.Procedure
-	// keys: the idempotency keys' table was checked, and keyProblems is
-	// what keeps the instance from keeping keys.
-	keys        bool
-	keyProblems []string
+	// keys: the idempotency keys' table was checked; needs are the
+	// findings about what the gateway needs of the database.
+	keys  bool
+	needs []catalog.Finding
 }
 
-// keyFindings are the key table's problems as findings: fatal, since every
+// keyFindings are the findings about the keys' table: fatal, since every
 // keyed write fails.
-// keysFinding is the "clave" of a finding about the keys' table.
-const keysFinding = "Idempotency-Key"
-
 func (s said) keyFindings() []catalog.Finding {
 	var out []catalog.Finding
-	for _, p := range s.keyProblems {
-		out = append(out, catalog.Finding{Clave: keysFinding, Fatal: true, Text: p})
+	for _, f := range s.needs {
+		if f.Clave == catalog.KeysFinding {
+			out = append(out, f)
+		}
 	}
 	return out
 }
@@ -92,8 +91,8 @@ func (h *Handler) describe(ctx context.Context, t erp.Target, maxAge time.Durati
 	var mine atomic.Bool
 	got, err = read(ctx, reading{t.Instance, t.Connection, keys}, func(ctx context.Context) (said, error) {
 		mine.Store(true)
-		procs, keyProblems, err := d.Describe(ctx, t, h.catalog.Procedures(), keys)
-		return said{procs: procs, keys: keys, keyProblems: keyProblems}, err
+		procs, needs, err := d.Describe(ctx, t, h.catalog.Procedures(), keys)
+		return said{procs: procs, keys: keys, needs: needs}, err
 	})
 	return got, mine.Load(), err
 }
@@ -178,7 +177,7 @@ func (h *Handler) health(ctx context.Context, t erp.Target, keys bool, grant erp
 		h.log.WarnContext(ctx, "health: database unavailable", "instance", t.Instance, "err", err)
 		return healthAnswer(http.StatusServiceUnavailable, erp.CodeUnavailable, "unavailable", "the database of instance "+t.Instance+" is not reachable right now", nil)
 	}
-	all := append(h.catalog.Diagnose(got.procs, t.Connection.User), got.keyFindings()...)
+	all := append(h.catalog.Diagnose(got.procs, t.Connection.User), got.needs...)
 	if fresh && len(all) > 0 {
 		texts := make([]string, len(all))
 		for i, f := range all {
@@ -186,13 +185,13 @@ func (h *Handler) health(ctx context.Context, t erp.Target, keys bool, grant erp
 		}
 		h.log.ErrorContext(ctx, "the catalog and the database disagree", "instance", t.Instance, "findings", texts)
 	}
-	// A limited token learns only of what it may run: its CLAVEs, and the
-	// keys' table when it may write. The status is of those findings.
+	// A limited token learns only of what it may run: its CLAVEs, and what
+	// writes need when it may write. The status is of those findings.
 	var findings []catalog.Finding
 	for _, f := range all {
 		op, known := h.catalog.Lookup(f.Clave)
 		switch {
-		case f.Clave == keysFinding && !grant.ReadOnly, known && grant.Allow(f.Clave, op.Endpoint == catalog.Execute) == nil:
+		case (f.Clave == catalog.KeysFinding || f.Clave == catalog.OrphansFinding) && !grant.ReadOnly, known && grant.Allow(f.Clave, op.Endpoint == catalog.Execute) == nil:
 			findings = append(findings, f)
 		}
 	}

@@ -251,7 +251,7 @@ type describeCounter struct {
 	describes atomic.Int64
 }
 
-func (d *describeCounter) Describe(ctx context.Context, t erp.Target, procedures []string, keys bool) (map[string]catalog.Procedure, []string, error) {
+func (d *describeCounter) Describe(ctx context.Context, t erp.Target, procedures []string, keys bool) (map[string]catalog.Procedure, []catalog.Finding, error) {
 	d.describes.Add(1)
 	return d.Database.Describe(ctx, t, procedures, keys)
 }

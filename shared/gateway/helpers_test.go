@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -146,10 +147,18 @@ func newEnvOpts(t testing.TB, cfg gateway.Config, opts firebird.Options, instanc
 	if err != nil {
 		t.Fatal(err)
 	}
-	pools := firebird.NewPools(opts)
-	t.Cleanup(func() { pools.Close() })
 	logs := &strings.Builder{}
 	log := slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	// As the binaries wire them: the longest deadline the handler gives a
+	// call bounds an orphan's age, and the pools log to the handler's log.
+	if opts.LongestCall == 0 {
+		opts.LongestCall = max(cmp.Or(cfg.Timeout, gateway.DefaultTimeout), cmp.Or(cfg.BatchTimeout, gateway.DefaultBatchTimeout))
+	}
+	if opts.Log == nil {
+		opts.Log = log
+	}
+	pools := firebird.NewPools(opts)
+	t.Cleanup(func() { pools.Close() })
 	db := &countingDB{Database: idempotency.New(pools, append(sweepEvery, 0)[0])}
 	return &env{h: gateway.New(cfg, cat, access.Static(acc.Document), src, db, log), cat: cat, src: src, acc: acc, db: db, log: logs}
 }

@@ -143,6 +143,8 @@ func Metrics() []Metric {
 		{"RoundTrips", "Count", false},
 		// A batch's calls; a single call counts 0.
 		{"BatchCalls", "Count", false},
+		// Attachments a cut link left behind, cancelled before the call.
+		{"OrphansCancelled", "Count", false},
 	}
 }
 
@@ -170,6 +172,7 @@ func (h *Handler) emf(o outcome, work *tally.Counts, ms float64) []slog.Attr {
 		"StatementPrepares": float64(work.Get(tally.StatementPrepares)),
 		"RoundTrips":        float64(work.Get(tally.RoundTrips)),
 		"BatchCalls":        float64(len(o.claves)),
+		"OrphansCancelled":  float64(work.Get(tally.OrphansCancelled)),
 	}
 	var all, perInstance []map[string]string
 	attrs := []slog.Attr{

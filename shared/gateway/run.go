@@ -127,6 +127,12 @@ func (h *Handler) answer(ctx context.Context, t erp.Target, w *work, err error) 
 		}
 		return refusal(code, "the database of instance "+t.Instance+" did not confirm the write: it may or may not have happened; "+f.Advice)
 	case erp.CodeUnavailable:
+		if errors.Is(err, erp.ErrLocked) {
+			h.log.WarnContext(ctx, "records locked by another transaction", "instance", t.Instance, "clave", call.Op.Clave, "err", err)
+			o := refusal(code, "the database of instance "+t.Instance+" could not run "+call.Op.Clave+": records it writes are locked by another transaction that has not ended"+nothingWritten+"; "+f.Advice)
+			o.retryAfter = time.Second
+			return o
+		}
 		if errors.Is(err, erp.ErrCannotRun) {
 			h.log.ErrorContext(ctx, "database cannot run the operation", "instance", t.Instance, "clave", call.Op.Clave, "err", err)
 			why := "its procedure is missing, changed or not granted"

@@ -65,13 +65,15 @@ func New(pools *firebird.Pools, sweepEvery time.Duration) *Database {
 	return &Database{Pools: pools, sweepEvery: cmp.Or(sweepEvery, DefaultSweepEvery), sweeps: make(map[string]*sweep)}
 }
 
-// Describe is firebird.Pools.Describe with, when keys, what keeps the
-// instance from keeping keys (CheckTable), in one reading.
-func (d *Database) Describe(ctx context.Context, t erp.Target, names []string, keys bool) (map[string]catalog.Procedure, []string, error) {
-	if !keys {
-		return d.Pools.Describe(ctx, t, names)
+// Describe is firebird.Pools.Describe with what keeps the gateway's user
+// from cancelling its orphans (firebird.OrphanGrant) and, when keys, from
+// keeping keys (Table), in one reading.
+func (d *Database) Describe(ctx context.Context, t erp.Target, names []string, keys bool) (map[string]catalog.Procedure, []catalog.Finding, error) {
+	tables := []firebird.Table{firebird.OrphanGrant()}
+	if keys {
+		tables = append(tables, Table())
 	}
-	return d.Pools.Describe(ctx, t, names, table())
+	return d.Pools.Describe(ctx, t, names, tables...)
 }
 
 // WriteOnce is Write under the key k; it returns the answer, the one kept
@@ -142,15 +144,21 @@ func (d *Database) once(ctx context.Context, t erp.Target, k erp.Key, out *recor
 		case held:
 			return nil, false, fmt.Errorf("%w: %w", erp.ErrKeyInProgress, err)
 		}
-		fingerprint, kept, ok, err := d.kept(ctx, t, k)
+		fingerprint, kept, ok, expired, err := d.kept(ctx, t, k)
 		switch {
 		case err != nil:
 			return nil, false, err
-		case !ok && attempt < 2:
-			// Its holder rolled back, or it had expired: run anew.
+		case expired && attempt < 2:
+			// Kept past its TTL, and removed: run anew.
+			continue
+		case !ok && attempt < 2 && d.Hunt(ctx, t) > 0:
+			// Refused as taken, yet its row cannot be seen: a
+			// transaction that has not ended holds it. A hunt cancelled
+			// orphans of a cut link, one of which may have been it: run
+			// anew. A live holder is never cancelled (firebird.Hunt).
 			continue
 		case !ok:
-			return nil, false, fmt.Errorf("%w: taken and gone twice", erp.ErrKeyInProgress)
+			return nil, false, fmt.Errorf("%w: its row is held by a transaction that has not ended", erp.ErrKeyInProgress)
 		case fingerprint != k.Fingerprint:
 			return nil, false, erp.ErrKeyReused
 		case bytes.HasPrefix(kept, []byte(keptMark)) && out != nil:
@@ -267,9 +275,9 @@ func (d *Database) probeOnce(ctx context.Context, t erp.Target, k erp.Key) (foun
 	return got, err
 }
 
-// kept reads the key's row. An expired one is removed and reported not
-// found, so the key runs anew.
-func (d *Database) kept(ctx context.Context, t erp.Target, k erp.Key) (fingerprint string, answer []byte, ok bool, err error) {
+// kept reads the key's row, ok when it is there to read. An expired one is
+// removed and reported expired, so the key runs anew.
+func (d *Database) kept(ctx context.Context, t erp.Target, k erp.Key) (fingerprint string, answer []byte, ok, expired bool, err error) {
 	var created time.Time
 	err = d.Transact(ctx, t, firebird.ReadOnly, nil, func(ctx context.Context, s *firebird.Session) error {
 		row, err := s.Row(ctx, keptSQL, []any{k.Scope, k.Key})
@@ -283,16 +291,16 @@ func (d *Database) kept(ctx context.Context, t erp.Target, k erp.Key) (fingerpri
 		return nil
 	})
 	if err != nil || !ok {
-		return "", nil, false, err
+		return "", nil, false, false, err
 	}
 	cutoff := time.Now().UTC().Add(-k.TTL)
 	if created.Before(cutoff) {
 		err = d.Transact(ctx, t, firebird.ReadWrite, nil, func(ctx context.Context, s *firebird.Session) error {
 			return s.Exec(ctx, expireSQL, []any{k.Scope, k.Key, cutoff})
 		})
-		return "", nil, false, err
+		return "", nil, false, true, err
 	}
-	return strings.TrimSpace(fingerprint), answer, true, nil
+	return strings.TrimSpace(fingerprint), answer, true, false, nil
 }
 
 // sweepIfDue examines a batch of the instance's keys and removes the

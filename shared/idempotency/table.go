@@ -6,30 +6,25 @@
 package idempotency
 
 import (
-	"context"
 	"strings"
 
-	"github.com/erp-gateway/gateway/shared/erp"
+	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/firebird"
 )
 
 // KeyTable is the table keys are kept in, in the instance's own database.
 const KeyTable = "GATEWAY_IDEMPOTENCY"
 
-// table is KeyTable as the health check and the doctor hold it.
-func table() firebird.Table {
+// Table is KeyTable as the health check and the doctor hold it.
+func Table() firebird.Table {
 	return firebird.Table{
 		Name:       KeyTable,
 		Columns:    []string{"SCOPE", "IDEM_KEY", "CLAVE", "REQUEST_HASH", "ANSWER", "ANSWER_LONG", "CREATED_AT"},
 		Privileges: []string{"SELECT", "INSERT", "UPDATE", "DELETE"},
 		Install:    "a DBA installs it with what make idempotency-sql prints",
+		Finding:    catalog.KeysFinding,
+		Fatal:      true,
 	}
-}
-
-// CheckTable says what keeps the gateway's user from keeping keys in cfg's
-// database; nothing when all is there.
-func CheckTable(ctx context.Context, cfg erp.Connection) ([]string, error) {
-	return firebird.CheckTable(ctx, cfg, table())
 }
 
 // TableSQL is the DDL a DBA runs once to install the table, and the grants

@@ -89,7 +89,9 @@ func build(ctx context.Context, endpoint catalog.Endpoint, builtCatalog string, 
 	if err != nil {
 		return nil, err
 	}
-	opts := firebird.Options{StmtMaxAge: s.StmtMaxAge, ConnMaxIdle: s.ConnMaxIdle}
+	// A call's deadline is the call's or the batch's: the longest bounds
+	// the age of every transaction of ours (orphans, firebird.Options).
+	opts := firebird.Options{StmtMaxAge: s.StmtMaxAge, ConnMaxIdle: s.ConnMaxIdle, LongestCall: max(s.DBTimeout, s.BatchTimeout), Log: log}
 	// An execution environment serves as many requests at once as Lambda
 	// gives it: one on standard Lambda, AWS_LAMBDA_MAX_CONCURRENCY on managed
 	// instances. That many connections per instance is all it can use, so

@@ -1,6 +1,6 @@
 // Package tally counts, per request, the work the request caused in systems
 // it shares with everyone else: secrets read, database connections opened,
-// statements prepared, round trips to the database. The packages doing that work add to the count carried
+// statements prepared, round trips to the database, orphans cancelled. The packages doing that work add to the count carried
 // by the request's context; the gateway reports it with the request's
 // metrics. A context without a count (background work) counts nothing.
 package tally
@@ -19,6 +19,7 @@ const (
 	ConnectionOpens               // database attachments made
 	StatementPrepares             // statements the database was asked to prepare
 	RoundTrips                    // exchanges with the database the request waited on
+	OrphansCancelled              // attachments of ours a cut link left behind, cancelled
 	kinds
 )
 
