@@ -25,6 +25,8 @@ export FB_TEST_DEMO_DB ?= $(FB_DATA)/erp_test.fdb
 export FB_TEST_OTHER_DB ?= $(FB_DATA)/erp_other_test.fdb
 export FB_TEST_USER ?= GATEWAY
 export FB_TEST_PASSWORD ?= gateway-demo
+export FB_TEST_READER_USER ?= GATEWAY_READER
+export FB_TEST_READER_PASSWORD ?= reader-demo
 
 .DEFAULT_GOAL := help
 help:

@@ -292,6 +292,19 @@ func TestBootstrapBinariesAgainstTheRuntimeAPI(t *testing.T) {
 		if resp.StatusCode != 400 || !strings.Contains(resp.Body, `"cod_error":1007`) {
 			t.Fatalf("malformed: %+v", resp)
 		}
+		// A stranger's 60,000-character path with a bad escape: refused,
+		// and no line of the function's output quotes it whole (the
+		// request adapter would print it, twice).
+		long := "/de%zz" + strings.Repeat("x", 60000) + "/RestServerIsapi.dll/api/v1/TServiceRestInterface/executequery"
+		resp, _ = api.invoke(restEvent(t, long, `{}`, nil))
+		if resp.StatusCode != 400 || !strings.Contains(resp.Body, `"cod_error":1001`) {
+			t.Fatalf("a long path with a bad escape: %+v", resp)
+		}
+		for _, line := range strings.Split(cmd.Stdout.(*lockedBuffer).String(), "\n") {
+			if len(line) > 2048 {
+				t.Fatalf("a log line of %d bytes: %.300s", len(line), line)
+			}
+		}
 	})
 
 	t.Run("execute", func(t *testing.T) {

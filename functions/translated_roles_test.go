@@ -3,9 +3,13 @@ package functions_test
 import (
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/erp-gateway/gateway/shared/access"
+	"github.com/erp-gateway/gateway/shared/erp"
 )
 
 // grants maps each action a role may take to the resources it may take it
@@ -50,18 +54,31 @@ const (
 	vpcAccess = "service-role/AWSLambdaVPCAccessExecutionRole"
 )
 
-// TestTranslatedFunctionsRole: the two functions may read their secrets and
-// nothing else of the account, and get the VPC's network-interface
-// permissions only in a VPC.
+// TestTranslatedFunctionsRole: the two functions, each with a role of its
+// own, may read their secrets and nothing else of the account, and get the
+// VPC's network-interface permissions only in a VPC. With
+// ReadOnlyDatabaseUser, the reads' role reads each instance's second secret
+// alone ("/reader"), never the writes' credentials.
 func TestTranslatedFunctionsRole(t *testing.T) {
-	stacks := translate(t, map[string]string{}, map[string]string{"SubnetIds": "subnet-0a", "SecurityGroupIds": "sg-0a"})
-	for i, want := range [][]string{{xray, basicLogs}, {xray, basicLogs, vpcAccess}} {
-		actions, managed := grants(t, stacks[i], "FunctionRole")
-		tplSame(t, "FunctionRole's AWS policies", managed, want)
-		tplSame(t, "FunctionRole's own grants", actions, map[string][]string{
-			"secretsmanager:GetSecretValue": {secretARN + "erp-gateway/instances/*", secretARN + "erp-gateway/access-??????"},
-			"secretsmanager:DescribeSecret": {secretARN + "erp-gateway/instances/*"},
-		})
+	stacks := translate(t, map[string]string{}, map[string]string{"SubnetIds": "subnet-0a", "SecurityGroupIds": "sg-0a"}, map[string]string{"ReadOnlyDatabaseUser": "true"})
+	instances := map[string][]string{
+		"secretsmanager:GetSecretValue": {secretARN + "erp-gateway/instances/*", secretARN + "erp-gateway/access-??????"},
+		"secretsmanager:DescribeSecret": {secretARN + "erp-gateway/instances/*"},
+	}
+	readers := map[string][]string{
+		"secretsmanager:GetSecretValue": {secretARN + "erp-gateway/instances/*/reader-??????", secretARN + "erp-gateway/access-??????"},
+		"secretsmanager:DescribeSecret": {secretARN + "erp-gateway/instances/*/reader-??????"},
+	}
+	for i, want := range [][]string{{xray, basicLogs}, {xray, basicLogs, vpcAccess}, {xray, basicLogs}} {
+		for role, own := range map[string]map[string][]string{"FunctionRole": instances, "ReadRole": map[bool]map[string][]string{true: readers, false: instances}[i == 2]} {
+			actions, managed := grants(t, stacks[i], role)
+			tplSame(t, role+"'s AWS policies", managed, want)
+			tplSame(t, role+"'s own grants", actions, own)
+		}
+		env := tplAt(stacks[i].resources, "ExecuteQueryFunction", "Properties", "Environment", "Variables", "GATEWAY_SECRET_SUFFIX")
+		if want := map[bool]string{true: "/reader", false: ""}[i == 2]; env != want {
+			t.Errorf("stack %d: the reads' GATEWAY_SECRET_SUFFIX is %v, want %q", i, env, want)
+		}
 	}
 }
 
@@ -71,25 +88,31 @@ func TestTranslatedFunctionsRole(t *testing.T) {
 // a canary the old version still reads the old secrets; the functions, and
 // so their new versions, are updated only once it exists.
 func TestTranslatedSecretsGrantOutlivesTheOldVersion(t *testing.T) {
-	stacks := translate(t, map[string]string{}, map[string]string{"SecretPrefix": "erp/customers/"}, map[string]string{"AccessSecretId": "erp/access-2"})
+	stacks := translate(t, map[string]string{}, map[string]string{"SecretPrefix": "erp/customers/"}, map[string]string{"AccessSecretId": "erp/access-2"},
+		map[string]string{"ReadOnlyDatabaseUser": "true"})
 	replacing := createOnly(t, "AWS::IAM::ManagedPolicy")["AWS::IAM::ManagedPolicy"]
 	if tplAt(stacks[0].resources, "FunctionRole", "Properties", "Policies") != nil {
 		t.Fatalf("FunctionRole has inline policies: a change to them applies at once, before the canary")
 	}
-	for _, fn := range []string{"ExecuteQueryFunction", "ExecuteFunction"} {
-		if !slices.Contains(tplList(tplAt(stacks[0].resources, fn, "DependsOn")), any("SecretsPolicy")) {
-			t.Errorf("%s does not depend on SecretsPolicy", fn)
+	for fn, policy := range map[string]string{"ExecuteQueryFunction": "ReadSecretsPolicy", "ExecuteFunction": "SecretsPolicy"} {
+		if !slices.Contains(tplList(tplAt(stacks[0].resources, fn, "DependsOn")), any(policy)) {
+			t.Errorf("%s does not depend on %s", fn, policy)
 		}
 	}
-	base := tplPick(tplAt(stacks[0].resources, "SecretsPolicy", "Properties"), replacing...)
-	for i, read := range []string{"erp/customers/*", "erp/access-2-??????"} {
-		s := stacks[i+1]
-		actions, _ := grants(t, s, "FunctionRole")
-		if !slices.Contains(actions["secretsmanager:GetSecretValue"], secretARN+read) {
-			t.Errorf("the role may read %q, not %s", actions["secretsmanager:GetSecretValue"], read)
-		}
-		if got := tplPick(tplAt(s.resources, "SecretsPolicy", "Properties"), replacing...); fmt.Sprint(got) == fmt.Sprint(base) {
-			t.Errorf("a new grant of %s changes SecretsPolicy in place (%v): the live version loses its secrets", read, got)
+	for role, policy := range map[string]string{"FunctionRole": "SecretsPolicy", "ReadRole": "ReadSecretsPolicy"} {
+		base := tplPick(tplAt(stacks[0].resources, policy, "Properties"), replacing...)
+		for i, read := range []string{"erp/customers/*", "erp/access-2-??????", "erp-gateway/instances/*/reader-??????"} {
+			if policy == "SecretsPolicy" && i == 2 {
+				continue // the writes' secrets stay
+			}
+			s := stacks[i+1]
+			actions, _ := grants(t, s, role)
+			if !slices.Contains(actions["secretsmanager:GetSecretValue"], secretARN+read) {
+				t.Errorf("%s may read %q, not %s", role, actions["secretsmanager:GetSecretValue"], read)
+			}
+			if got := tplPick(tplAt(s.resources, policy, "Properties"), replacing...); fmt.Sprint(got) == fmt.Sprint(base) {
+				t.Errorf("a new grant of %s changes %s in place (%v): the live version loses its secrets", read, policy, got)
+			}
 		}
 	}
 }
@@ -178,10 +201,12 @@ func TestTranslatedRules(t *testing.T) {
 }
 
 // TestTranslatedWafByDefault: with the default parameters a web ACL guards
-// the stage, with a rate rule per source address and one per instance
-// (the path, whose segment it is); WafRateLimit 0 turns it off.
+// the stage, with a rate rule per source address, one per token and one
+// per instance (the path, whose segment it is) counting only requests
+// whose token names a key of the deployment; WafRateLimit 0 turns it off.
 func TestTranslatedWafByDefault(t *testing.T) {
-	stacks := translate(t, map[string]string{}, map[string]string{"WafInstanceRateLimit": "0"}, map[string]string{"WafRateLimit": "0"})
+	stacks := translate(t, map[string]string{}, map[string]string{"WafInstanceRateLimit": "0", "WafTokenRateLimit": "0"}, map[string]string{"WafRateLimit": "0"},
+		map[string]string{"TokenKeyIds": "2026-11,demo"})
 	acl := stacks[0].ofType("AWS::WAFv2::WebACL")["WebAcl"]
 	assoc := stacks[0].ofType("AWS::WAFv2::WebACLAssociation")["WebAclAssociation"]
 	if acl == nil || assoc == nil || tplAt(assoc, "Properties", "WebACLArn") != "getatt(WebAcl.Arn)" ||
@@ -202,26 +227,61 @@ func TestTranslatedWafByDefault(t *testing.T) {
 	if tplAt(got["PerInstanceRate"], "AggregateKeyType") != "CUSTOM_KEYS" || tplAt(got["PerInstanceRate"], "CustomKeys", 0, "UriPath") == nil || tplAt(got["PerInstanceRate"], "Limit") != "6000" {
 		t.Errorf("per instance: %v", got["PerInstanceRate"])
 	}
+	if tplAt(got["PerTokenRate"], "AggregateKeyType") != "CUSTOM_KEYS" || tplAt(got["PerTokenRate"], "CustomKeys", 0, "Header", "Name") != "authorization" || tplAt(got["PerTokenRate"], "Limit") != "3000" {
+		t.Errorf("per token: %v", got["PerTokenRate"])
+	}
+	// What the per-instance rule counts: a token of the deployment's keys,
+	// never a stranger's junk (WAF's regular expressions are PCRE; this one
+	// reads the same in Go's).
+	signer, err := access.NewSigner("demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, _, _ := signer.Mint("acme", erp.Limits{})
+	limited, _, _ := signer.Mint("acme", erp.Limits{ReadOnly: true})
+	other, _ := access.NewSigner("elsewhere")
+	foreign, _, _ := other.Mint("acme", erp.Limits{})
+	for i, keyIDs := range map[int]string{0: "any", 3: "2026-11,demo"} {
+		scope := tplAt(rules(stacks[i])["PerInstanceRate"], "ScopeDownStatement", "RegexMatchStatement")
+		re := regexp.MustCompile(fmt.Sprint(tplAt(scope, "RegexString")))
+		if tplAt(scope, "FieldToMatch", "SingleHeader", "Name") != "authorization" {
+			t.Errorf("TokenKeyIds %s: the scope-down reads %v", keyIDs, tplAt(scope, "FieldToMatch"))
+		}
+		for header, counts := range map[string]bool{
+			"Bearer " + token: true, "Bearer " + limited: true, "Bearer " + foreign: keyIDs == "any",
+			"": false, "Bearer junk": false, "Bearer erpgw_demo_x_y": false, "Basic " + token: false,
+		} {
+			if re.MatchString(header) != counts {
+				t.Errorf("TokenKeyIds %s: %q counts per instance: %v, want %v", keyIDs, header, !counts, counts)
+			}
+		}
+	}
 	if got := rules(stacks[1]); len(got) != 1 || got["PerIpRate"] == nil {
-		t.Errorf("WafInstanceRateLimit 0: rules %v", got)
+		t.Errorf("WafInstanceRateLimit and WafTokenRateLimit 0: rules %v", got)
 	}
 	if len(stacks[2].ofType("AWS::WAFv2::WebACL")) != 0 {
 		t.Error("WafRateLimit 0 still makes a web ACL")
 	}
 }
 
-// TestTranslatedTlsPolicy: the custom domain speaks TLS 1.3 only by
-// default, with the endpoint access mode an enhanced policy needs; the
-// legacy TLS_1_2 goes without one.
+// TestTranslatedTlsPolicy: the API's own execute-api hostname and the custom
+// domain speak TLS 1.3 only by default, in the STRICT endpoint access mode
+// AWS recommends for an enhanced policy; the legacy TLS_1_2 goes without
+// one. The tokens cross whichever a deployment serves.
 func TestTranslatedTlsPolicy(t *testing.T) {
 	domain := map[string]string{"DomainName": "erp-api.example.com", "CertificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/1"}
 	legacy := maps.Clone(domain)
 	legacy["TlsPolicy"] = "TLS_1_2"
-	for i, s := range translate(t, domain, legacy) {
-		d := s.ofType("AWS::ApiGateway::DomainName")["CustomDomain"]
-		policy, mode := tplAt(d, "Properties", "SecurityPolicy"), tplAt(d, "Properties", "EndpointAccessMode")
-		if i == 0 && (policy != "SecurityPolicy_TLS13_1_3_2025_09" || mode != "BASIC") || i == 1 && (policy != "TLS_1_2" || mode != nil) {
-			t.Errorf("stack %d: SecurityPolicy %v, EndpointAccessMode %v", i, policy, mode)
+	for i, s := range translate(t, domain, legacy, map[string]string{}) {
+		for typ, id := range map[string]string{"AWS::ApiGateway::DomainName": "CustomDomain", "AWS::ApiGateway::RestApi": "Api"} {
+			d := s.ofType(typ)[id]
+			if d == nil && typ == "AWS::ApiGateway::DomainName" && i == 2 {
+				continue // no custom domain
+			}
+			policy, mode := tplAt(d, "Properties", "SecurityPolicy"), tplAt(d, "Properties", "EndpointAccessMode")
+			if i != 1 && (policy != "SecurityPolicy_TLS13_1_3_2025_09" || mode != "STRICT") || i == 1 && (policy != "TLS_1_2" || mode != nil) {
+				t.Errorf("stack %d, %s: SecurityPolicy %v, EndpointAccessMode %v", i, id, policy, mode)
+			}
 		}
 	}
 }

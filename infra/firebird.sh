@@ -11,6 +11,9 @@ set -euo pipefail
 FB_DATA=${FB_DATA:-/var/lib/firebird/3.0/data}
 GATEWAY_USER=GATEWAY
 GATEWAY_PASSWORD=${FB_GATEWAY_PASSWORD:-gateway-demo}
+# The reads' own user, for a deployment that keeps one apart (ReadOnlyDatabaseUser).
+READER_USER=GATEWAY_READER
+READER_PASSWORD=${FB_READER_PASSWORD:-reader-demo}
 here=$(cd "$(dirname "$0")" && pwd)
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -57,6 +60,7 @@ createdb() {
     echo "SET SQL DIALECT 3;"
     echo "CREATE DATABASE 'localhost:$FB_DATA/$file' USER 'SYSDBA' PASSWORD '$pw' DEFAULT CHARACTER SET $charset;"
     echo "CREATE OR ALTER USER $GATEWAY_USER PASSWORD '$GATEWAY_PASSWORD' USING PLUGIN Srp;"
+    echo "CREATE OR ALTER USER $READER_USER PASSWORD '$READER_PASSWORD' USING PLUGIN Srp;"
     echo "COMMIT;"
     cat "$here/sql/$kind-exceptions.sql" "$here/sql/schema.sql" "$here/sql/$kind-data.sql"
     # The demo keeps idempotency keys (infra/instances.demo.json).

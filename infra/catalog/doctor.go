@@ -51,7 +51,11 @@ func doctor(ctx context.Context, args []string, stdout io.Writer) error {
 			fatal = true
 			continue
 		}
-		findings := cat.Diagnose(procs, inst.Connection.User)
+		diagnose := cat.Diagnose
+		if inst.ReadOnly {
+			diagnose = cat.DiagnoseReader
+		}
+		findings := diagnose(procs, inst.Connection.User)
 		tables := []firebird.Table{firebird.OrphanGrant()}
 		if inst.Idempotency {
 			tables = append(tables, idempotency.Table())

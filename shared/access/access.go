@@ -101,6 +101,17 @@ func Parse(data []byte) (*Document, error) {
 		}
 		d.keys[id] = key
 	}
+	// A signature covers the token's id and limits, not its key id: a key
+	// under two ids would let a token minted under one pass as the other,
+	// and removing one id would then revoke none of its tokens.
+	ids := d.KeyIDs()
+	for i, a := range ids {
+		for _, b := range ids[i+1:] {
+			if bytes.Equal(d.keys[a], d.keys[b]) {
+				return nil, fmt.Errorf("access document: keys %q and %q are the same public key: a key may be listed under one id only", a, b)
+			}
+		}
+	}
 	for i, name := range raw.Anonymous {
 		if !erp.ValidInstanceName(name) {
 			return nil, fmt.Errorf("access document: anonymous[%d] %q is not a valid instance name", i, name)

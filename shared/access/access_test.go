@@ -135,6 +135,9 @@ func TestParse(t *testing.T) {
 		{"bad anonymous name", `{"keys":{"a":"` + key + `"},"anonymous":["a/b"]}`, `anonymous[0]`},
 		{"unknown field", `{"keys":{"a":"` + key + `"},"anonymus":[]}`, `unknown field "anonymus"`},
 		{"not an object", `[]`, `access document`},
+		// Else a token minted under demo would pass as erpgw_alias_...,
+		// and removing demo would revoke none of its tokens.
+		{"one key under two ids", `{"keys":{"demo":"` + key + `","alias":"` + key + `"}}`, `keys "alias" and "demo" are the same public key`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

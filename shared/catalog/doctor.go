@@ -108,6 +108,26 @@ func (c *Catalog) Diagnose(db map[string]Procedure, user string) []Finding {
 	return out
 }
 
+// DiagnoseReader is Diagnose for a user that must only read (an instance
+// document's "read_only", serving the reads alone): the reads as Diagnose
+// holds them, and a warning for each write whose procedure the user may
+// execute, which a reader's user should not.
+func (c *Catalog) DiagnoseReader(db map[string]Procedure, user string) []Finding {
+	var out []Finding
+	for _, clave := range c.Claves() {
+		op := c.ops[clave]
+		if op.Endpoint == ExecuteQuery {
+			out = append(out, op.Diagnose(db, user)...)
+			continue
+		}
+		if p := db[op.Procedure]; p.Exists && p.Executable {
+			out = append(out, Finding{Clave: op.Clave, Text: fmt.Sprintf("%s (%s): a write, and this read-only user may execute it (REVOKE EXECUTE ON PROCEDURE %s FROM %s)",
+				p.Name, op.Clave, p.Name, cmp.Or(strings.ToUpper(user), "<user>"))})
+		}
+	}
+	return out
+}
+
 // Claves lists the catalog's operations, sorted.
 func (c *Catalog) Claves() []string {
 	claves := make([]string, 0, len(c.ops))

@@ -284,7 +284,7 @@ func FuzzParseBatch(f *testing.F) {
 	const most = 8
 	f.Fuzz(func(t *testing.T, body string) {
 		for _, endpoint := range []Endpoint{ExecuteQuery, Execute} {
-			calls, at, refused := c.ParseBatch(endpoint, []byte(body), most)
+			calls, at, refused := c.ParseBatch(endpoint, []byte(body), most, nil)
 			if refused != nil {
 				if refused.Message == "" || refused.Code < 1001 || at < -1 || at >= most {
 					t.Fatalf("refusal without a message or code, or about no call (%d): %+v", at, refused)

@@ -76,8 +76,12 @@ func IsBatch(body []byte) bool {
 // references to earlier calls. On executequery a batch holds reads only;
 // on execute, writes and reads (which see the batch's writes). A refusal
 // names the element in its message and returns its index (-1 for the
-// array as a whole); nothing is run unless every element passes.
-func (c *Catalog) ParseBatch(endpoint Endpoint, body []byte, most int) ([]Call, int, *erp.Error) {
+// array as a whole); nothing is run unless every element passes. allow,
+// when not nil, judges each element's operation as soon as it is known:
+// its refusal (a token's scope) comes before any fault of the element's
+// fields, as for a single call, so a caller learns nothing of the
+// parameters of an operation it may not run.
+func (c *Catalog) ParseBatch(endpoint Endpoint, body []byte, most int, allow func(*Operation) *erp.Error) ([]Call, int, *erp.Error) {
 	var elems []json.RawMessage
 	if err := json.Unmarshal(body, &elems); err != nil {
 		return nil, -1, erp.Refuse(erp.CodeNotObject, "the batch is not a valid JSON array of objects: %s", jsonProblem(err))
@@ -95,6 +99,11 @@ func (c *Catalog) ParseBatch(endpoint Endpoint, body []byte, most int) ([]Call, 
 			return nil, i, erp.Refuse(erp.CodeNotObject, "call %d of the batch is not a JSON object", i)
 		}
 		call, bad := c.parse(endpoint, raw, i)
+		if call.Op != nil && allow != nil {
+			if out := allow(call.Op); out != nil {
+				bad = &erp.Error{Code: out.Code, Message: out.Message, RetryAfter: out.RetryAfter}
+			}
+		}
 		if bad != nil {
 			bad.Message = fmt.Sprintf("call %d of the batch: %s", i, bad.Message)
 			return nil, i, bad

@@ -57,6 +57,7 @@ const (
 	CodeKeyReused      Code = 1403
 	CodeKeyInProgress  Code = 1404
 	CodeKeyDryRun      Code = 1405
+	CodePreferInvalid  Code = 1406
 	// An element of a batch's answer: the batch failed elsewhere.
 	CodeRolledBack       Code = 1501
 	CodeNotRun           Code = 1502
@@ -154,12 +155,13 @@ var codes = [...]Info{
 	{CodeAccessDemoKey, http.StatusServiceUnavailable, OutcomeUnavailable, ScopeInstance, "The deployment's access document holds the published demo key: every token is refused until its operator replaces it."},
 	{CodeInternal, http.StatusInternalServerError, OutcomeInternal, ScopeEdge, "A bug; logged."},
 	{CodeTooManyRows, http.StatusUnprocessableEntity, OutcomeClientError, ScopeDatabase, "The answer has more rows than the operation's limit."},
-	{CodeAnswerTooLarge, http.StatusUnprocessableEntity, OutcomeClientError, ScopeDatabase, "The answer is larger than a Lambda function may return (a write's, or a read's where answers cannot stream)."},
+	{CodeAnswerTooLarge, http.StatusUnprocessableEntity, OutcomeClientError, ScopeDatabase, "The answer is larger than a Lambda function may return (a write's, or a read's where answers cannot stream), or than an Idempotency-Key keeps (1 MiB); nothing was written."},
 	{CodeKeyInvalid, http.StatusBadRequest, OutcomeClientError, ScopeWrite, "The Idempotency-Key header is not 1 to 255 printable ASCII characters, or is sent more than once."},
 	{CodeKeyNotEnabled, http.StatusBadRequest, OutcomeClientError, ScopeWrite, "The instance does not keep Idempotency-Keys: its operator must install their table and turn them on."},
 	{CodeKeyReused, http.StatusUnprocessableEntity, OutcomeClientError, ScopeWrite, "The Idempotency-Key was used for a different request."},
 	{CodeKeyInProgress, http.StatusConflict, OutcomeClientError, ScopeWrite, "A request with this Idempotency-Key is still running; see Retry-After."},
-	{CodeKeyDryRun, http.StatusBadRequest, OutcomeClientError, ScopeWrite, "A dry run (Prefer: tx=rollback) with an Idempotency-Key: nothing would be kept under it."},
+	{CodeKeyDryRun, http.StatusBadRequest, OutcomeClientError, ScopeWrite, "An Idempotency-Key on a request that keeps nothing: a dry run (Prefer: tx=rollback), or a batch on execute with no write."},
+	{CodePreferInvalid, http.StatusBadRequest, OutcomeClientError, ScopeWrite, "Prefer: tx= holds a value other than commit or rollback (any case): nothing runs."},
 	{CodeRolledBack, http.StatusOK, OutcomeRefusedByDB, ScopeBatch, "Another call of the batch was refused: this one ran, and was rolled back with the rest (on executequery: its answer was dropped)."},
 	{CodeNotRun, http.StatusOK, OutcomeRefusedByDB, ScopeBatch, "Another call of the batch was refused before this one's turn: it did not run."},
 	{CodeReferenceMissing, http.StatusOK, OutcomeRefusedByDB, ScopeBatch, "A {\"$from\", \"$field\"} value of this call found no such column, or no row, in the answer it names: the batch was rolled back."},

@@ -66,6 +66,9 @@ var (
 	ErrOutcomeUnknown = &Fault{text: "the outcome of the write is unknown", Code: CodeOutcomeUnknown, Down: true, Advice: "read the record before retrying"}
 	// ErrKeyReused: the idempotency key was kept for another request.
 	ErrKeyReused = &Fault{text: "the idempotency key was used for another request", Code: CodeKeyReused, Advice: "use a new key for a new request"}
+	// ErrKeptTooLarge: a keyed write's answer is larger than a key keeps;
+	// nothing was written.
+	ErrKeptTooLarge = &Fault{text: "the answer is larger than an idempotency key keeps", Code: CodeAnswerTooLarge, Advice: "send it without an Idempotency-Key, or in smaller parts"}
 	// ErrKeyInProgress: a request with the idempotency key is still
 	// running and did not end in time.
 	ErrKeyInProgress = &Fault{text: "a request with the idempotency key is still running", Code: CodeKeyInProgress, Advice: "send it again in a moment, with the same key"}

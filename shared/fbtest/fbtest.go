@@ -45,6 +45,14 @@ func config(t testing.TB, dbVar string) erp.Connection {
 // Demo is the demo ERP (UTF8, REST_ERROR number 16) as the gateway's user.
 func Demo(t testing.TB) erp.Connection { return config(t, "FB_TEST_DEMO_DB") }
 
+// Reader is the demo ERP as the reads' own user, which may run the read
+// procedures and nothing that writes (infra/sql/schema.sql).
+func Reader(t testing.TB) erp.Connection {
+	c := Demo(t)
+	c.User, c.Password = env(t, "FB_TEST_READER_USER"), env(t, "FB_TEST_READER_PASSWORD")
+	return c
+}
+
 // Other is the other ERP (WIN1252, REST_ERROR number 19, other data).
 func Other(t testing.TB) erp.Connection {
 	c := config(t, "FB_TEST_OTHER_DB")

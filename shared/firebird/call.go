@@ -147,7 +147,7 @@ func (p *Pools) Transact(ctx context.Context, t erp.Target, mode Mode, out *reco
 		}
 		// Past a spill the answer is on its way: never retried, and its
 		// caller only needs the cause, for its log.
-		if overLimit(err) || errors.Is(err, ErrRollback) || (out != nil && out.Spilled()) {
+		if ownVerdict(err) || (out != nil && out.Spilled()) {
 			return err
 		}
 		if LockWaited(err) && p.Hunt(ctx, t) > 0 && reruns < maxLockReruns && roomForAWait(ctx) {
@@ -369,10 +369,18 @@ func (c *conn) ping(ctx context.Context, fc driverConn) error {
 // talk: not when the deadline passed or the wire is out of step. An answer
 // over its limits stopped on our side, with the wire in step.
 func (c *conn) settle(ctx context.Context, fc driverConn, err error) bool {
-	if ctx.Err() != nil || !fc.IsValid() || connectionLost(ctx, err) && !overLimit(err) && !errors.Is(err, ErrRollback) {
+	if ctx.Err() != nil || !fc.IsValid() || connectionLost(ctx, err) && !ownVerdict(err) {
 		c.broken = true
 	}
 	return !c.broken
+}
+
+// ownVerdict reports an error that is the call's own verdict, not the
+// driver's: an answer over its limits, a body's rollback, or a fault a body
+// returns born coded (erp.ErrKeptTooLarge, say). It is returned as it is,
+// never retried, and says nothing of the connection.
+func ownVerdict(err error) bool {
+	return overLimit(err) || errors.Is(err, ErrRollback) || erp.FaultOf(err) != nil
 }
 
 // overLimit reports an answer refused for its size or row count.

@@ -40,16 +40,16 @@ type step struct {
 
 // batch validates a batch sent to endpoint, runs it and answers it.
 func (h *Handler) batch(r *http.Request, c caller, endpoint catalog.Endpoint, body []byte) outcome {
-	calls, at, bad := h.catalog.ParseBatch(endpoint, body, h.cfg.BatchMax)
-	for i := 0; bad == nil && i < len(calls); i++ {
-		if out := c.grant.Allow(calls[i].Op.Clave, calls[i].Op.Endpoint == catalog.Execute); out != nil {
-			at, bad = i, erp.Refuse(out.Code, "call %d of the batch: %s", i, out.Message)
-		}
-	}
+	calls, at, bad := h.catalog.ParseBatch(endpoint, body, h.cfg.BatchMax, func(op *catalog.Operation) *erp.Error {
+		return c.grant.Allow(op.Clave, op.Endpoint == catalog.Execute)
+	})
 	var key string
 	var dry bool
 	if bad == nil {
 		key, dry, bad = writeHeaders(r, c, endpoint)
+	}
+	if bad == nil && key != "" && !writes(calls) {
+		bad = erp.Refuse(erp.CodeKeyDryRun, "a batch with no write keeps nothing under an Idempotency-Key: send it without the header, or to executequery")
 	}
 	var o outcome
 	if bad != nil {
@@ -76,26 +76,38 @@ func (h *Handler) batch(r *http.Request, c caller, endpoint catalog.Endpoint, bo
 // execute), refusing both at once: nothing would be kept under the key.
 func writeHeaders(r *http.Request, c caller, endpoint catalog.Endpoint) (key string, dry bool, bad *erp.Error) {
 	key, bad = idempotencyKey(r, c, endpoint)
-	dry = endpoint == catalog.Execute && prefersRollback(r.Header.Values("Prefer"))
+	if endpoint == catalog.Execute && bad == nil {
+		dry, bad = txPreference(r.Header.Values("Prefer"))
+	}
 	if bad == nil && dry && key != "" {
 		bad = erp.Refuse(erp.CodeKeyDryRun, "a dry run (Prefer: tx=rollback) keeps nothing under an Idempotency-Key: send it without the header, or without the preference")
 	}
 	return key, dry, bad
 }
 
-// prefersRollback reports whether Prefer headers (RFC 7240: comma-separated
+// txPreference reads what Prefer headers (RFC 7240: comma-separated
 // preferences, each a token, optionally = a value, quoted or not, and
-// parameters after ";") ask for tx=rollback.
-func prefersRollback(prefer []string) bool {
+// parameters after ";"; the first of a name counts) ask of a write's
+// transaction: tx=rollback is a dry run, tx=commit the default, in any
+// case. Any other value of tx is refused: a client that asked for a dry run
+// must never get a commit for a spelling this service does not know.
+func txPreference(prefer []string) (dry bool, bad *erp.Error) {
 	for _, header := range prefer {
 		for _, pref := range strings.Split(header, ",") {
 			name, value, _ := strings.Cut(strings.TrimSpace(strings.SplitN(pref, ";", 2)[0]), "=")
-			if strings.EqualFold(strings.TrimSpace(name), "tx") && strings.Trim(strings.TrimSpace(value), `"`) == "rollback" {
-				return true
+			if !strings.EqualFold(strings.TrimSpace(name), "tx") {
+				continue
 			}
+			switch value = strings.Trim(strings.TrimSpace(value), `"`); {
+			case strings.EqualFold(value, "rollback"):
+				return true, nil
+			case strings.EqualFold(value, "commit"):
+				return false, nil
+			}
+			return false, erp.Refuse(erp.CodePreferInvalid, "Prefer: tx takes commit or rollback (a dry run), not %q; nothing was run", Loggable(value))
 		}
 	}
-	return false
+	return false, nil
 }
 
 // runBatch runs the calls under the instance's breaker, in one transaction
@@ -108,8 +120,11 @@ func (h *Handler) runBatch(ctx context.Context, c caller, endpoint catalog.Endpo
 		steps[i] = step{call: call, out: NewAnswer(record.Limits{MaxRows: call.Op.MaxRows, MaxBytes: h.cfg.MaxAnswer})}
 		steps[i].out.KeepFirst()
 	}
+	// A batch with no write reads in a snapshot that is always rolled
+	// back, on either endpoint: a read procedure with side effects writes
+	// nothing, whatever the token.
 	mode := firebird.Snapshot
-	if endpoint == catalog.Execute {
+	if writes(calls) {
 		mode = firebird.ReadWrite
 	}
 	body := func(ctx context.Context, s *firebird.Session) error {
@@ -218,6 +233,16 @@ func resolve(call catalog.Call, steps []step) (catalog.Call, string) {
 	return call, ""
 }
 
+// writes reports whether any of calls is a write.
+func writes(calls []catalog.Call) bool {
+	for _, c := range calls {
+		if c.Op.Endpoint == catalog.Execute {
+			return true
+		}
+	}
+	return false
+}
+
 // fingerprint identifies a batch: its calls', in order.
 func fingerprint(calls []catalog.Call) string {
 	h := sha256.New()
@@ -275,6 +300,9 @@ func (h *Handler) batchFailure(ctx context.Context, t erp.Target, steps []step, 
 		o.retryAfter = time.Second
 		return o
 	case erp.CodeTooManyRows, erp.CodeAnswerTooLarge:
+		if errors.Is(err, erp.ErrKeptTooLarge) {
+			return refusal(code, fmt.Sprintf("the batch's answer cannot be kept under an Idempotency-Key (%s); nothing of the batch was written; %s", err, f.Advice))
+		}
 		return refusal(code, fmt.Sprintf("the batch's answer would pass its limits (%s); nothing of the batch was written; ask for fewer rows or send fewer calls", err))
 	case erp.CodeOutcomeUnknown:
 		h.log.ErrorContext(ctx, "batch outcome unknown", "instance", t.Instance, "err", err)

@@ -155,8 +155,9 @@ func (h *Handler) openAPI(r *http.Request, t erp.Target) outcome {
 
 // health connects to the instance's database and compares the catalog with
 // it (README, "Health"): afresh, since an operator asks it after changing the
-// database.
-func (h *Handler) health(ctx context.Context, t erp.Target, keys bool, grant erp.Grant) outcome {
+// database; a read-only document's user, with the reads alone.
+func (h *Handler) health(ctx context.Context, c caller) outcome {
+	t, keys, grant := c.target, c.keys, c.grant
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.Timeout)
 	defer cancel()
 	if _, ok := h.db.(Describer); !ok {
@@ -177,7 +178,11 @@ func (h *Handler) health(ctx context.Context, t erp.Target, keys bool, grant erp
 		h.log.WarnContext(ctx, "health: database unavailable", "instance", t.Instance, "err", err)
 		return healthAnswer(http.StatusServiceUnavailable, erp.CodeUnavailable, "unavailable", "the database of instance "+t.Instance+" is not reachable right now", nil)
 	}
-	all := append(h.catalog.Diagnose(got.procs, t.Connection.User), got.needs...)
+	diagnose := h.catalog.Diagnose
+	if c.readOnly {
+		diagnose = h.catalog.DiagnoseReader
+	}
+	all := append(diagnose(got.procs, t.Connection.User), got.needs...)
 	if fresh && len(all) > 0 {
 		texts := make([]string, len(all))
 		for i, f := range all {

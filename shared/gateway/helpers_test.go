@@ -89,6 +89,8 @@ func testOperations() []catalog.Operation {
 		catalog.Operation{Clave: "Get_Blobs", Endpoint: catalog.ExecuteQuery, Procedure: "REST_TEST_BLOBS", Params: rows},
 		catalog.Operation{Clave: "Get_Pago", Endpoint: catalog.ExecuteQuery, Procedure: "REST_TEST_PAGO", Params: rows},
 		catalog.Operation{Clave: "Get_Lista", Endpoint: catalog.ExecuteQuery, Procedure: "REST_TEST_LISTA", Params: rows},
+		// A read with a side effect: it pays (REST_TEST_EFECTO, scope_test.go).
+		catalog.Operation{Clave: "Get_Efecto", Endpoint: catalog.ExecuteQuery, Procedure: "REST_TEST_EFECTO", Params: []catalog.Param{{Name: "CODIGO", MaxLen: 20, Required: true}}},
 		catalog.Operation{Clave: "Get_Lista_50000", Endpoint: catalog.ExecuteQuery, Procedure: "REST_TEST_LISTA", Params: rows, MaxRows: 50000},
 		catalog.Operation{Clave: "Set_Pago", Endpoint: catalog.Execute, Procedure: "REST_TEST_PAGAR",
 			Params:   []catalog.Param{{Name: "CODIGO", MaxLen: 20, Required: true}, {Name: "VALOR", Kind: catalog.Integer, Bits: 32}},

@@ -30,8 +30,9 @@ type route struct {
 // caller is an authenticated request's instance and credentials.
 type caller struct {
 	target erp.Target
-	// keys: the instance keeps idempotency keys.
-	keys bool
+	// keys: the instance keeps idempotency keys; readOnly: its document's
+	// user only reads (tenants.Instance.ReadOnly).
+	keys, readOnly bool
 	// grant is the caller's token and its limits; its id ("" for an
 	// anonymous instance) is the scope of the caller's idempotency keys.
 	grant erp.Grant
@@ -49,7 +50,7 @@ func routes(cfg Config) []route {
 		if e == catalog.ExecuteQuery {
 			rs = append(rs, route{method: http.MethodGet, listed: true, suffix: []string{"health"},
 				serve: func(h *Handler, _ http.ResponseWriter, r *http.Request, c caller) outcome {
-					return h.health(r.Context(), c.target, c.keys, c.grant)
+					return h.health(r.Context(), c)
 				}})
 		}
 	}
@@ -119,7 +120,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) outcome {
 		// Who writes, for the ERP's triggers (erp.Origin).
 		ids, _ := requestIDsOf(r.Context())
 		r = r.WithContext(erp.WithOrigin(r.Context(), erp.Origin{TokenID: grant.TokenID, RequestID: ids.API}))
-		o := rt.serve(h, w, r, caller{target: erp.Target{Instance: instance, Connection: inst.Connection}, keys: inst.Idempotency, grant: grant})
+		o := rt.serve(h, w, r, caller{target: erp.Target{Instance: instance, Connection: inst.Connection}, keys: inst.Idempotency, readOnly: inst.ReadOnly, grant: grant})
 		o.instance = instance
 		o.tokenID = grant.TokenID
 		return o

@@ -114,10 +114,13 @@ func (h *Handler) answer(ctx context.Context, t erp.Target, w *work, err error) 
 		o := refusal(code, "a request with this Idempotency-Key is still running; "+f.Advice)
 		o.retryAfter = time.Second
 		return o
+	case erp.CodeAnswerTooLarge:
+		if errors.Is(err, erp.ErrKeptTooLarge) {
+			return refusal(code, fmt.Sprintf("the answer of CLAVE %s cannot be kept under an Idempotency-Key (%s); nothing was written; %s", call.Op.Clave, err, f.Advice))
+		}
+		return refusal(code, fmt.Sprintf("the answer of CLAVE %s would pass %d bytes, the most this service can return%s; ask for fewer rows (narrow the parameters)", call.Op.Clave, h.cfg.MaxAnswer, nothingWritten))
 	case erp.CodeTooManyRows:
 		return refusal(code, fmt.Sprintf("the answer of CLAVE %s has more than %d rows, its limit%s; ask for fewer (narrow the parameters)", call.Op.Clave, call.Op.MaxRows, nothingWritten))
-	case erp.CodeAnswerTooLarge:
-		return refusal(code, fmt.Sprintf("the answer of CLAVE %s would pass %d bytes, the most this service can return%s; ask for fewer rows (narrow the parameters)", call.Op.Clave, h.cfg.MaxAnswer, nothingWritten))
 	case erp.CodeOutcomeUnknown:
 		h.log.ErrorContext(ctx, "write outcome unknown", "instance", t.Instance, "clave", call.Op.Clave, "err", err)
 		if w.key != nil {

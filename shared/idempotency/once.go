@@ -110,11 +110,7 @@ func (d *Database) BatchOnce(ctx context.Context, t erp.Target, k erp.Key, body 
 			if err := body(ctx, s); err != nil {
 				return err
 			}
-			a, keep := answer(), keepSQL
-			if len(a) > inlineMax {
-				keep = keepLongSQL
-			}
-			return s.Exec(ctx, keep, []any{a, k.Scope, k.Key})
+			return keep(ctx, s, k, answer())
 		})
 		return got, err
 	}
@@ -197,13 +193,22 @@ func (d *Database) write(ctx context.Context, t erp.Target, w write, k erp.Key, 
 			// tells of the whole answer; one without rows always fits.
 			return nil
 		}
-		answer, keep := out.Finish(), keepSQL
-		if len(answer) > inlineMax {
-			keep = keepLongSQL
-		}
-		return s.Exec(ctx, keep, []any{answer, k.Scope, k.Key})
+		return keep(ctx, s, k, out.Finish())
 	})
 	return got, err
+}
+
+// keep stores answer in the key's row by a statement of its own, refusing
+// one over KeptMax: the transaction then rolls back, nothing written.
+func keep(ctx context.Context, s *firebird.Session, k erp.Key, answer []byte) error {
+	if len(answer) > KeptMax {
+		return fmt.Errorf("%w: %d bytes, at most %d kept", erp.ErrKeptTooLarge, len(answer), KeptMax)
+	}
+	keep := keepSQL
+	if len(answer) > inlineMax {
+		keep = keepLongSQL
+	}
+	return s.Exec(ctx, keep, []any{answer, k.Scope, k.Key})
 }
 
 // claimed reads err, what the statement that claims a key (alone or in a

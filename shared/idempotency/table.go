@@ -60,8 +60,12 @@ const (
 	keepSQL     = "UPDATE " + KeyTable + " SET ANSWER = ? WHERE SCOPE = ? AND IDEM_KEY = ?"
 	keepLongSQL = "UPDATE " + KeyTable + " SET ANSWER_LONG = ? WHERE SCOPE = ? AND IDEM_KEY = ?"
 	inlineMax   = 8000
-	keptSQL     = "SELECT REQUEST_HASH, COALESCE(ANSWER, ANSWER_LONG), CREATED_AT FROM " + KeyTable + " WHERE SCOPE = ? AND IDEM_KEY = ?"
-	expireSQL   = "DELETE FROM " + KeyTable + " WHERE SCOPE = ? AND IDEM_KEY = ? AND CREATED_AT < ?"
+	// KeptMax bounds a kept answer, checked before the commit: a key must
+	// not let a write keep megabytes in the customer's database (a batch's
+	// reads, say). Over it the write is refused and nothing is written.
+	KeptMax   = 1 << 20
+	keptSQL   = "SELECT REQUEST_HASH, COALESCE(ANSWER, ANSWER_LONG), CREATED_AT FROM " + KeyTable + " WHERE SCOPE = ? AND IDEM_KEY = ?"
+	expireSQL = "DELETE FROM " + KeyTable + " WHERE SCOPE = ? AND IDEM_KEY = ? AND CREATED_AT < ?"
 	// sweepSQL examines the next keys after a position, in the primary
 	// key's order (the table has no index on time: one would cost every
 	// keyed write a page written at its commit, a fifth of the write), and

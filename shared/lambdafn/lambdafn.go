@@ -12,8 +12,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -190,13 +192,17 @@ func instanceSource(s settings.Settings, sm func() (*secretsmanager.Client, erro
 	if err != nil {
 		return nil, err
 	}
-	return tenants.NewCache(tenants.NewSecretsManager(client, s.SecretPrefix), tenants.CacheOptions{TTL: s.SecretTTL}), nil
+	return tenants.NewCache(tenants.NewSecretsManager(client, s.SecretPrefix, s.SecretSuffix), tenants.CacheOptions{TTL: s.SecretTTL}), nil
 }
 
 // Handle serves one API Gateway event. The Lambda deadline and the API
 // Gateway request context reach the handler through ctx.
 func (f *Function) Handle(ctx context.Context, event events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 	ctx, ids := f.requestContext(ctx, event)
+	if err := usable(event); err != nil {
+		f.log.WarnContext(ctx, "unusable event", "request_id", ids.API, "lambda_request_id", ids.Lambda, "err", gateway.Loggable(err.Error()))
+		return badEvent(ids.API), nil
+	}
 	resp, err := f.adapter.ProxyWithContext(ctx, event)
 	if err != nil {
 		// The event could not become an http.Request (a body that is not
@@ -205,6 +211,18 @@ func (f *Function) Handle(ctx context.Context, event events.APIGatewayProxyReque
 		return badEvent(ids.API), nil
 	}
 	return resp, nil
+}
+
+// usable refuses an event whose URL net/url does not take, before the
+// request adapter sees it: the adapter would print the whole URL to the log,
+// as many kilobytes as a stranger sent, where ours keeps MaxLogged of it.
+func usable(event events.APIGatewayProxyRequest) error {
+	path := event.Path
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	_, err := url.Parse("https://" + event.RequestContext.DomainName + path)
+	return err
 }
 
 // requestContext hands the handler what the event says of the request: the

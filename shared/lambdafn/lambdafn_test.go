@@ -390,3 +390,85 @@ func TestTheDemoKeyFromSecretsManagerRefusesTokens(t *testing.T) {
 		t.Fatalf("the operator's own key: %d %s", resp.StatusCode, resp.Body)
 	}
 }
+
+// TestReadsWithAUserOfTheirOwn: with GATEWAY_SECRET_SUFFIX=/reader (the
+// template's ReadOnlyDatabaseUser), the reads' function reads each
+// instance's second secret and reaches the database as a user that may only
+// read; the writes' function keeps the instance's own secret and user. The
+// health check holds the reader to the reads, and warns of a write it could
+// run.
+func TestReadsWithAUserOfTheirOwn(t *testing.T) {
+	sm, doc := newSecretsManager(t)
+	token := fbtest.Token(t, doc, "demo")
+	put(sm, "demo", tenants.Instance{Connection: fbtest.Demo(t)})
+	put(sm, "demo/reader", tenants.Instance{Connection: fbtest.Reader(t), ReadOnly: true})
+	function := func(endpoint catalog.Endpoint, suffix string) *lambdafn.Function {
+		env := map[string]string{"GATEWAY_SECRET_PREFIX": prefix, "GATEWAY_SECRET_SUFFIX": suffix, "GATEWAY_ACCESS_SECRET": accessID}
+		fn, err := lambdafn.New(context.Background(), endpoint, "", func(k string) string { return env[k] }, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { fn.Close() })
+		return fn
+	}
+	reads, writes := function(catalog.ExecuteQuery, "/reader"), function(catalog.Execute, "")
+	call := func(fn *lambdafn.Function, method, path, body string) events.APIGatewayProxyResponse {
+		t.Helper()
+		resp, err := fn.Handle(context.Background(), events.APIGatewayProxyRequest{
+			HTTPMethod: method, Path: path, Body: body,
+			MultiValueHeaders: map[string][]string{"Authorization": {"Bearer " + token}, "Content-Type": {"application/json"}},
+			RequestContext:    events.APIGatewayProxyRequestContext{Stage: "prod", DomainName: "abc123.execute-api.us-east-1.amazonaws.com"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	const api = "/demo/RestServerIsapi.dll/api/v1/TServiceRestInterface/"
+	if resp := get(t, reads, "demo", token); resp.StatusCode != 200 || !strings.Contains(resp.Body, `"EMPRESA":"Distribuciones Andinas S.A.S."`) {
+		t.Fatalf("a read as the reader: %d %s", resp.StatusCode, resp.Body)
+	}
+	if n := sm.Calls(prefix + "demo"); n != 0 {
+		t.Fatalf("the reads' function read the writer's secret %d times", n)
+	}
+	code := fmt.Sprintf("R%d", time.Now().UnixNano()%1e12)
+	if resp := call(writes, http.MethodPost, api+"execute", `{"CLAVE":"Set_Terceros","CODIGO":"`+code+`","DV":"1","NATURALEZA":"N","NOM1":"Ana","APL1":"Peña","RAZON_COMERCIAL":"Ana Peña","DIRECCION":"Calle 2","CODIDENTIDAD":"CC","CODSOCIEDAD":"PN","CODPAIS":"CO","CODMUNICIPIO":"11001"}`); resp.StatusCode != 200 || !strings.Contains(resp.Body, `"NOMBRE":"Ana Peña"`) {
+		t.Fatalf("a write as the instance's user: %d %s", resp.StatusCode, resp.Body)
+	}
+	if n := sm.Calls(prefix + "demo/reader"); n != 1 {
+		t.Fatalf("the reader's secret was read %d times, want once (by the reads' function)", n)
+	}
+	// Who the database saw.
+	admin := fbtest.Open(t, fbtest.Admin(t, fbtest.Demo(t)))
+	tx, err := admin.Begin() // a MON$ snapshot of now
+	if err != nil {
+		t.Fatal(err)
+	}
+	var readers int
+	if err := tx.QueryRow(`SELECT COUNT(*) FROM MON$ATTACHMENTS WHERE MON$USER = 'GATEWAY_READER' AND MON$CLIENT_VERSION STARTING WITH 'erp-gateway '`).Scan(&readers); err != nil || readers == 0 {
+		t.Fatalf("no attachment of the reader's (%v)", err)
+	}
+	tx.Rollback()
+	// The database holds the reader to reads whatever a function would do.
+	var n int
+	err = fbtest.Open(t, fbtest.Reader(t)).QueryRow(`SELECT COUNT(*) FROM RDB$DATABASE WHERE 0 < (SELECT COUNT(*) FROM REST_SELECT_TERCEROS('800000000'))`).Scan(&n)
+	if err != nil {
+		t.Fatalf("the reader reads: %v", err)
+	}
+	if _, err := fbtest.Open(t, fbtest.Reader(t)).Exec(`EXECUTE PROCEDURE REST_INSERT_TERCEROS('X', 'X', 'N', '', '', '', '', '', '', '', '', '', '', '', '', 'CC', 'PN', 'CO', 'NA', 'NA', '05001')`); err == nil || !strings.Contains(err.Error(), "no permission") {
+		t.Fatalf("the reader wrote: %v", err)
+	}
+	// Its health: the reads, none of the writes it must not run.
+	if resp := call(reads, http.MethodGet, "/demo/health", ""); resp.StatusCode != 200 || resp.Body != `{"cod_error":0,"status":"ok"}` {
+		t.Fatalf("the reader's health: %d %s", resp.StatusCode, resp.Body)
+	}
+	fbtest.Setup(t, fbtest.Demo(t), "GRANT EXECUTE ON PROCEDURE REST_INSERT_TERCEROS TO GATEWAY_READER")
+	t.Cleanup(func() {
+		fbtest.Setup(t, fbtest.Demo(t), "REVOKE EXECUTE ON PROCEDURE REST_INSERT_TERCEROS FROM GATEWAY_READER")
+	})
+	time.Sleep(1100 * time.Millisecond) // past the health check's reuse of a reading
+	if resp := call(reads, http.MethodGet, "/demo/health", ""); resp.StatusCode != 200 || !strings.Contains(resp.Body, `"status":"warnings"`) ||
+		!strings.Contains(resp.Body, "REST_INSERT_TERCEROS (Set_Terceros): a write, and this read-only user may execute it (REVOKE EXECUTE ON PROCEDURE REST_INSERT_TERCEROS FROM GATEWAY_READER)") {
+		t.Fatalf("the reader's health with a write granted: %d %s", resp.StatusCode, resp.Body)
+	}
+}

@@ -21,7 +21,11 @@ import (
 // event into the request, and this side writes the response.
 func (f *Function) HandleStream(ctx context.Context, event events.APIGatewayProxyRequest) (*events.APIGatewayProxyStreamingResponse, error) {
 	ctx, ids := f.requestContext(ctx, event)
-	req, err := f.adapter.EventToRequestWithContext(ctx, event)
+	err := usable(event)
+	var req *http.Request
+	if err == nil {
+		req, err = f.adapter.EventToRequestWithContext(ctx, event)
+	}
 	if err != nil {
 		f.log.WarnContext(ctx, "unusable event", "request_id", ids.API, "lambda_request_id", ids.Lambda, "err", gateway.Loggable(err.Error()))
 		bad := badEvent(ids.API)

@@ -33,6 +33,7 @@ const (
 	EnvStreamTimeout     = "GATEWAY_STREAM_TIMEOUT"
 	EnvLogLevel          = "LOG_LEVEL"
 	EnvSecretPrefix      = "GATEWAY_SECRET_PREFIX"
+	EnvSecretSuffix      = "GATEWAY_SECRET_SUFFIX"
 	EnvSecretTTL         = "GATEWAY_SECRET_TTL"
 	EnvInstancesJSON     = "GATEWAY_INSTANCES_JSON"
 	EnvAccessSecret      = "GATEWAY_ACCESS_SECRET"
@@ -61,7 +62,7 @@ type Settings struct {
 	ResponseStreaming                  bool
 	StreamTimeout                      time.Duration
 	LogLevel                           slog.Level
-	SecretPrefix                       string
+	SecretPrefix, SecretSuffix         string
 	SecretTTL                          time.Duration
 	InstancesJSON, AccessSecret        string
 	AccessRefresh, AccessMaxAge        time.Duration
@@ -117,6 +118,7 @@ func table(s *Settings) []setting {
 		{EnvStreamTimeout, "5m", duration(&s.StreamTimeout, 0), "The deadline of a read whose answer streams, from its start."},
 		{EnvLogLevel, "info", level(&s.LogLevel), "The local server's log level."},
 		{EnvSecretPrefix, "", text(&s.SecretPrefix), "Lambdas: an instance's secret id is this prefix and its name."},
+		{EnvSecretSuffix, "", text(&s.SecretSuffix), "Lambdas: appended to an instance's secret id; the template gives the reads' function /reader with ReadOnlyDatabaseUser."},
 		{EnvSecretTTL, "5m", duration(&s.SecretTTL, 0), "Lambdas: how long an instance document is cached."},
 		{EnvInstancesJSON, "", text(&s.InstancesJSON), "Lambdas, for sam local and tests: an instances file's content inline."},
 		{EnvAccessSecret, "", text(&s.AccessSecret), "Lambdas: the secret holding the access document."},

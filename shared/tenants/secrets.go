@@ -34,15 +34,18 @@ func SecretString(ctx context.Context, client SecretsClient, id string) ([]byte,
 	return []byte(*out.SecretString), nil
 }
 
-// SecretsManager reads instance documents from secrets named prefix+instance.
+// SecretsManager reads instance documents from secrets named
+// prefix+instance+suffix.
 type SecretsManager struct {
-	client SecretsClient
-	prefix string
+	client         SecretsClient
+	prefix, suffix string
 }
 
-// NewSecretsManager returns a Fetcher over client.
-func NewSecretsManager(client SecretsClient, prefix string) *SecretsManager {
-	return &SecretsManager{client: client, prefix: prefix}
+// NewSecretsManager returns a Fetcher over client. suffix is "" for the
+// instances' own secrets, or names the secrets of a user for reads
+// ("/reader").
+func NewSecretsManager(client SecretsClient, prefix, suffix string) *SecretsManager {
+	return &SecretsManager{client: client, prefix: prefix, suffix: suffix}
 }
 
 // Fetch reads one instance's secret. A secret that does not exist, or is
@@ -51,7 +54,7 @@ func NewSecretsManager(client SecretsClient, prefix string) *SecretsManager {
 // is ErrMalformed as well.
 func (s *SecretsManager) Fetch(ctx context.Context, name string) (Instance, error) {
 	tally.Add(ctx, tally.SecretFetches)
-	id := s.prefix + name
+	id := s.prefix + name + s.suffix
 	out, err := s.client.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(id)})
 	var notFound *types.ResourceNotFoundException
 	var invalid *types.InvalidRequestException
@@ -63,13 +66,13 @@ func (s *SecretsManager) Fetch(ctx context.Context, name string) (Instance, erro
 		// as unknown as one already gone.
 		return Instance{}, ErrUnknown
 	case err != nil:
-		return Instance{}, fmt.Errorf("%w: reading secret %s%s: %w", ErrUnavailable, s.prefix, name, err)
+		return Instance{}, fmt.Errorf("%w: reading secret %s: %w", ErrUnavailable, id, err)
 	case out.SecretString == nil:
-		return Instance{}, fmt.Errorf("%w: %w: secret %s%s has no SecretString", ErrUnavailable, ErrMalformed, s.prefix, name)
+		return Instance{}, fmt.Errorf("%w: %w: secret %s has no SecretString", ErrUnavailable, ErrMalformed, id)
 	}
 	inst, err := ParseInstance([]byte(*out.SecretString))
 	if err != nil {
-		return Instance{}, fmt.Errorf("%w: %w: secret %s%s: %w", ErrUnavailable, ErrMalformed, s.prefix, name, err)
+		return Instance{}, fmt.Errorf("%w: %w: secret %s: %w", ErrUnavailable, ErrMalformed, id, err)
 	}
 	return inst, nil
 }

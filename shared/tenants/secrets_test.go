@@ -39,7 +39,7 @@ func TestSecretScheduledForDeletion(t *testing.T) {
 	sm.Refuse("p/new-words", "InvalidRequestException", "This secret is on its way out.", true)
 	sm.Refuse("p/other", "InvalidRequestException", "You can't perform this operation on the secret because it was marked for deletion, or so we thought.", false)
 	sm.Fail("p/undecryptable", "DecryptionFailure")
-	fetcher := tenants.NewSecretsManager(client(t, sm.URL), "p/")
+	fetcher := tenants.NewSecretsManager(client(t, sm.URL), "p/", "")
 	tests := []struct {
 		name string
 		want error // nil: served
@@ -74,7 +74,7 @@ func TestSecretsInMoto(t *testing.T) {
 	if _, err := c.CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: aws.String("p/binary"), SecretBinary: []byte(document)}); err != nil {
 		t.Fatal(err)
 	}
-	fetcher := tenants.NewSecretsManager(c, "p/")
+	fetcher := tenants.NewSecretsManager(c, "p/", "")
 	fetch := func(name string, want error, host string) {
 		t.Helper()
 		inst, err := fetcher.Fetch(ctx, name)

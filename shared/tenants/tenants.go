@@ -24,6 +24,11 @@ type Instance struct {
 	// Idempotency: the instance's database has the idempotency keys' table
 	// (make idempotency-sql), so writes may carry an Idempotency-Key.
 	Idempotency bool `json:"idempotency,omitempty"`
+	// ReadOnly: the document's user may only read, the reads' own user of a
+	// deployment that keeps one apart (the operator's guide, "A user for
+	// reads"): its health check and the doctor hold it to the reads, and
+	// warn of each write it could run.
+	ReadOnly bool `json:"read_only,omitempty"`
 }
 
 // Revoked reports whether the token with this id was revoked.
