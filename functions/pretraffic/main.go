@@ -56,7 +56,7 @@ func newHook(ctx context.Context, getenv func(string) string, awsCfg aws.Config,
 	if s.HookEndpoint == "" || s.HookTarget == "" {
 		return nil, fmt.Errorf("%s and %s are both required (the template sets them)", settings.EnvHookEndpoint, settings.EnvHookTarget)
 	}
-	cat, err := lambdafn.Catalog(catalogB64, s.Catalog)
+	cat, err := lambdafn.Catalog(catalogB64, s)
 	if err != nil {
 		return nil, err
 	}

@@ -56,7 +56,7 @@ func doctor(ctx context.Context, args []string, stdout io.Writer) error {
 			diagnose = cat.DiagnoseReader
 		}
 		findings := diagnose(procs, inst.Connection.User)
-		tables := []firebird.Table{firebird.OrphanGrant()}
+		tables := []catalog.Table{firebird.OrphanGrant()}
 		if inst.Idempotency {
 			tables = append(tables, idempotency.Table())
 		}

@@ -50,12 +50,12 @@ func main() {
 }
 
 func run(addr, instancesPath, accessPath, basePath string, readTimeout time.Duration, maxRequests int, s settings.Settings, log *slog.Logger) error {
-	cfg := gateway.NewConfig(s)
+	cfg := s.Gateway()
 	cfg.OpenAPI = true
 	cfg.BasePath = basePath
 	// Chunked: a read's answer of any size streams (README, "Large answers").
 	cfg.StreamAbove = gateway.DefaultStreamAbove
-	cat, err := gateway.LoadCatalog(s.Catalog)
+	cat, err := s.LoadCatalog()
 	if err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func run(addr, instancesPath, accessPath, basePath string, readTimeout time.Dura
 	if err != nil {
 		return fmt.Errorf("%s: %w", accessPath, err)
 	}
-	pools := firebird.NewPools(firebird.Options{StmtMaxAge: s.StmtMaxAge, ConnMaxIdle: s.ConnMaxIdle, LongestCall: max(s.DBTimeout, s.BatchTimeout), Log: log})
+	pools := firebird.NewPools(s.Pools(log))
 	defer pools.Close()
 
 	srv := &http.Server{

@@ -74,6 +74,22 @@ func (p DBParam) Encodable() bool {
 	return false
 }
 
+// Table is a table the gateway uses in an instance's database, of its own
+// (a DBA installs it) or the server's: its columns, and the privileges the
+// gateway's user needs on it.
+type Table struct {
+	Name       string
+	Columns    []string
+	Privileges []string // SELECT, INSERT, UPDATE, DELETE
+	// Install says how a DBA installs it, for the problems found.
+	Install string
+	// Finding names its findings (KeysFinding, ...); Fatal: without it
+	// calls fail. Cost, when not "", says what a missing privilege costs.
+	Finding string
+	Fatal   bool
+	Cost    string
+}
+
 // Finding is one disagreement between the catalog and a database, in words
 // an operator can act on. Fatal ones make the operation fail on every call.
 // Clave is the operation's, or for the gateway's own needs one of the

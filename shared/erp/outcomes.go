@@ -66,6 +66,13 @@ var (
 	ErrOutcomeUnknown = &Fault{text: "the outcome of the write is unknown", Code: CodeOutcomeUnknown, Down: true, Advice: "read the record before retrying"}
 	// ErrKeyReused: the idempotency key was kept for another request.
 	ErrKeyReused = &Fault{text: "the idempotency key was used for another request", Code: CodeKeyReused, Advice: "use a new key for a new request"}
+	// ErrPaused: calls to the instance are paused by its breaker, after it
+	// repeatedly did not answer in time; nothing ran.
+	ErrPaused = &Fault{text: "calls paused by the breaker", Code: CodePaused, Advice: "try again later"}
+	// ErrTooManyRows: an answer has more rows than its operation allows.
+	ErrTooManyRows = &Fault{text: "more rows than the limit", Code: CodeTooManyRows, Advice: "ask for fewer (narrow the parameters)"}
+	// ErrAnswerTooLarge: an answer is larger than it may be.
+	ErrAnswerTooLarge = &Fault{text: "answer larger than the limit", Code: CodeAnswerTooLarge, Advice: "ask for fewer rows (narrow the parameters)"}
 	// ErrKeptTooLarge: a keyed write's answer is larger than a key keeps;
 	// nothing was written.
 	ErrKeptTooLarge = &Fault{text: "the answer is larger than an idempotency key keeps", Code: CodeAnswerTooLarge, Advice: "send it without an Idempotency-Key, or in smaller parts"}
@@ -74,14 +81,47 @@ var (
 	ErrKeyInProgress = &Fault{text: "a request with the idempotency key is still running", Code: CodeKeyInProgress, Advice: "send it again in a moment, with the same key"}
 )
 
+// Faults lists every fault, for the tests that hold each one's answer.
+func Faults() []*Fault {
+	return []*Fault{ErrUnavailable, ErrCredentials, ErrCannotRun, ErrLocked, ErrOutcomeUnknown, ErrKeyReused,
+		ErrPaused, ErrTooManyRows, ErrAnswerTooLarge, ErrKeptTooLarge, ErrKeyInProgress}
+}
+
 // Exception is the database's own refusal of a call: a user exception raised
 // by the procedure, a constraint violation, a lock conflict. Lines is the
 // database's text as its client library shows it, one line per entry.
 type Exception struct {
 	Lines []string
+	// Duplicate names the table whose unique or primary key refused a row
+	// ("" for any other refusal); Locked: a row another transaction holds
+	// (under NO WAIT). What a layer over the database reads of a refusal
+	// (an idempotency key's claim), in words of its own.
+	Duplicate string
+	Locked    bool
+	// Cause is the adapter's error, for its own eyes (logs, its phase).
+	Cause error
 }
 
 func (e *Exception) Error() string { return strings.Join(e.Lines, "\n") }
+
+// Unwrap is the adapter's error.
+func (e *Exception) Unwrap() error { return e.Cause }
+
+// DuplicateOf is Duplicate (DuplicateOf says why it is a method).
+func (e *Exception) DuplicateOf() string { return e.Duplicate }
+
+// DuplicateOf names the table whose unique or primary key refused a row in
+// err, "" when none did: the database's refusal (Exception.Duplicate), or a
+// statement that gave up waiting for a row another transaction inserted
+// and has not ended, which an adapter reports as an error of its own with
+// a method DuplicateOf.
+func DuplicateOf(err error) string {
+	var d interface{ DuplicateOf() string }
+	if errors.As(err, &d) {
+		return d.DuplicateOf()
+	}
+	return ""
+}
 
 // Key is an Idempotency-Key a write is kept under (README, "Writes that are
 // safe to retry").

@@ -5,8 +5,6 @@ import (
 	"database/sql/driver"
 	"errors"
 	"regexp"
-	"slices"
-	"strings"
 
 	"github.com/nakagami/firebirdsql"
 
@@ -14,7 +12,7 @@ import (
 	"github.com/erp-gateway/gateway/shared/record"
 )
 
-// Block runs an EXECUTE BLOCK that write writes from the signatures of
+// block runs an EXECUTE BLOCK that write writes from the signatures of
 // procedures (upper case), as this connection's attachment sees them:
 // Firebird keeps a procedure's definition per attachment, so the
 // signatures are read once per connection (one round trip, the first time)
@@ -24,14 +22,14 @@ import (
 // its rows are encoded into out as Query does, and the hidden columns of
 // the last row returned. A failure reads as the plain statements' would,
 // without the position in the block the server adds.
-func (s *Session) Block(ctx context.Context, name string, procedures []string, write func(map[string]catalog.Procedure) (text string, hidden int), args []any, out *record.Encoder) (last []driver.Value, err error) {
+func (s *Session) block(ctx context.Context, name string, procedures []string, write func(map[string]catalog.Procedure) (text string, hidden int), args []any, out *record.Encoder) (last []driver.Value, err error) {
 	for fresh := false; ; fresh = true {
 		b, cached := s.conn.blocks[name]
 		if !cached {
 			// Reading the signatures is part of preparing: a failure is
 			// not the procedures' answer.
 			s.at.Store(int32(preparing))
-			sigs, err := signatures(ctx, s.Each, procedures)
+			sigs, err := signatures(ctx, s.each, procedures)
 			if err != nil {
 				s.at.Store(int32(preparing)) // whatever phase the reading left
 				return nil, err
@@ -52,39 +50,6 @@ func (s *Session) Block(ctx context.Context, name string, procedures []string, w
 type block struct {
 	text   string
 	hidden int
-}
-
-// Quote writes a name as SQL reaches it: as it is when plain, between
-// double quotes otherwise.
-func Quote(name string) string {
-	if plainName.MatchString(name) {
-		return name
-	}
-	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
-}
-
-var plainName = regexp.MustCompile(`^[A-Z][A-Z0-9_$]*$`)
-
-// Duplicate reports err as a unique or primary key of table refused: a
-// status vector whose code entry names the table (a procedure's own
-// refusals name the ERP's tables).
-func Duplicate(err error, table string) bool {
-	var fb *firebirdsql.FbError
-	if !errors.As(err, &fb) {
-		return false
-	}
-	for i, c := range fb.GDSCodes {
-		if c == firebirdsql.ISCUniqueKeyViolation && i < len(fb.Params) && slices.Contains(fb.Params[i], table) {
-			return true
-		}
-	}
-	return false
-}
-
-// LockConflict reports err as a row locked by another transaction (NO WAIT).
-func LockConflict(err error) bool {
-	var fb *firebirdsql.FbError
-	return errors.As(err, &fb) && hasCode(fb, []int{firebirdsql.ISCLockConflict, firebirdsql.ISCDeadlock})
 }
 
 // unblock removes from a failure of a block the position in the block

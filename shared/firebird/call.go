@@ -11,6 +11,7 @@ import (
 
 	"github.com/nakagami/firebirdsql"
 
+	"github.com/erp-gateway/gateway/shared/calls"
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/record"
 	"github.com/erp-gateway/gateway/shared/tally"
@@ -38,39 +39,6 @@ const (
 	committing              // a write's commit was sent: until it answers, its outcome is unknown
 )
 
-// Mode is the transaction a body runs in.
-type Mode int
-
-const (
-	// ReadOnly is the connection's read transaction (conn.call).
-	ReadOnly Mode = iota
-	// ReadWrite is READ COMMITTED WAIT, of its own: concurrent inserts of
-	// one key wait for each other and get the database's answer.
-	ReadWrite
-	// NoWait is READ COMMITTED NO WAIT, of its own: a lock held is an
-	// error, never a wait.
-	NoWait
-	// Snapshot is SNAPSHOT, of its own, always rolled back: every
-	// statement sees the moment it began. The driver begins every
-	// read-only transaction READ COMMITTED, so it is read-write; its
-	// statements are reads, and it ends before its caller answers.
-	Snapshot
-)
-
-// ErrRollback, returned by a body (wrapped or not), rolls its transaction
-// back and is returned as it is, unclassified and never retried: the body's
-// own verdict, which its caller reads from what the body recorded.
-var ErrRollback = errors.New("firebird: rolled back by its body")
-
-// Read runs a selectable procedure in a read-only transaction and encodes
-// its rows into out. An error of out's limits (record.ErrTooManyRows,
-// record.ErrTooLarge) stops the fetch and is returned as it is.
-func (p *Pools) Read(ctx context.Context, t erp.Target, procedure string, args []any, out *record.Encoder) error {
-	return p.Transact(ctx, t, ReadOnly, out, func(ctx context.Context, s *Session) error {
-		return s.Read(ctx, procedure, args, out)
-	})
-}
-
 // Read runs a selectable procedure in the session's transaction and encodes
 // its rows into out, its BLOBs in the row where they fit (read.go).
 func (s *Session) Read(ctx context.Context, procedure string, args []any, out *record.Encoder) error {
@@ -84,33 +52,14 @@ func (s *Session) Read(ctx context.Context, procedure string, args []any, out *r
 		out.Reset()
 		_, err = s.Query(ctx, s.plainAgain(procedure, len(args)), args, out, 0)
 	}
-	return err
-}
-
-// Write runs w in one read-write transaction, as one block (Session.Write),
-// encodes its answer into out, and commits only when it succeeded and the
-// rows fit out's limits.
-func (p *Pools) Write(ctx context.Context, t erp.Target, w Write, out *record.Encoder) error {
-	return p.Transact(ctx, t, ReadWrite, out, func(ctx context.Context, s *Session) error {
-		_, err := s.Write(ctx, "write", w, nil, nil, out)
-		return err
-	})
-}
-
-// Refusal is err, a statement's failure in a session, as the database's own
-// refusal of the call (its exception, a constraint), if it is one: what a
-// body that goes on after a refused statement answers that statement with.
-func Refusal(ctx context.Context, err error) (*erp.Exception, bool) {
-	var exc *erp.Exception
-	ok := errors.As(classify(ctx, executing, err), &exc)
-	return exc, ok
+	return s.outcome(ctx, err)
 }
 
 // Ping makes one round trip to the instance's database on a connection of
 // its pool (a new one when the pool's are dead): a breaker's probe.
 func (p *Pools) Ping(ctx context.Context, t erp.Target) error {
-	return p.Transact(ctx, t, ReadOnly, nil, func(ctx context.Context, s *Session) error {
-		return s.fc.Ping(ctx)
+	return p.Transact(ctx, t, calls.ReadOnly, nil, func(ctx context.Context, tx calls.Tx) error {
+		return tx.(*Session).fc.Ping(ctx)
 	})
 }
 
@@ -127,14 +76,14 @@ func (p *Pools) Ping(ctx context.Context, t erp.Target) error {
 // its key up between tries anyway. A call abandoned at its deadline is never
 // retried, so out has one writer at a time. A call on the write path first
 // hunts for orphans when one is due (huntDue).
-func (p *Pools) Transact(ctx context.Context, t erp.Target, mode Mode, out *record.Encoder, body func(context.Context, *Session) error) error {
+func (p *Pools) Transact(ctx context.Context, t erp.Target, mode calls.Mode, out *record.Encoder, body func(context.Context, calls.Tx) error) error {
 	reruns := 0
 	for attempt := 0; ; attempt++ {
 		cur, err := p.get(t)
 		if err != nil {
 			return err
 		}
-		if mode != ReadOnly && p.huntDue(t, cur, mode) {
+		if mode != calls.ReadOnly && p.huntDue(t, cur, mode) {
 			p.Hunt(ctx, t)
 		}
 		if out != nil {
@@ -150,7 +99,7 @@ func (p *Pools) Transact(ctx context.Context, t erp.Target, mode Mode, out *reco
 		if ownVerdict(err) || (out != nil && out.Spilled()) {
 			return err
 		}
-		if LockWaited(err) && p.Hunt(ctx, t) > 0 && reruns < maxLockReruns && roomForAWait(ctx) {
+		if lockWaited(err) && p.Hunt(ctx, t) > 0 && reruns < maxLockReruns && roomForAWait(ctx) {
 			reruns++
 			continue
 		}
@@ -208,12 +157,12 @@ func guard(ctx context.Context, work func() error) error {
 // run takes a connection from the pool for one call, one that may still
 // serve (pool.outdated), and has the procedures checked first when they
 // are due (pool.verify).
-func (cur *pool) run(ctx context.Context, opts Options, mode Mode, at *atomic.Int32, body func(context.Context, *Session) error) error {
-	checked := func(ctx context.Context, s *Session) error {
-		if err := cur.verify(ctx, s, opts.StmtMaxAge); err != nil {
+func (cur *pool) run(ctx context.Context, opts Options, mode calls.Mode, at *atomic.Int32, body func(context.Context, calls.Tx) error) error {
+	checked := func(ctx context.Context, tx calls.Tx) error {
+		if err := cur.verify(ctx, tx.(*Session), opts.StmtMaxAge); err != nil {
 			return err
 		}
-		return body(ctx, s)
+		return body(ctx, tx)
 	}
 	for {
 		err := cur.once(ctx, func(c *conn) error {
@@ -265,7 +214,7 @@ func (cur *pool) once(ctx context.Context, use func(*conn) error) error {
 // transaction of their own, committed or rolled back before call returns.
 // When the wire is in an unknown state the connection is marked broken
 // instead: the pool drops its socket and the server rolls back.
-func (c *conn) call(ctx context.Context, opts Options, mode Mode, at *atomic.Int32, body func(context.Context, *Session) error) error {
+func (c *conn) call(ctx context.Context, opts Options, mode calls.Mode, at *atomic.Int32, body func(context.Context, calls.Tx) error) error {
 	fc, err := c.fb()
 	if err != nil {
 		return err
@@ -277,7 +226,7 @@ func (c *conn) call(ctx context.Context, opts Options, mode Mode, at *atomic.Int
 		}
 	}
 	s := &Session{conn: c, fc: fc, at: at}
-	if mode == ReadOnly {
+	if mode == calls.ReadOnly {
 		// The read transaction begins with the first statement
 		// (Session.prepare): a ping needs none, and a connection that
 		// only writes (the execute function's) then never has one to end
@@ -306,7 +255,7 @@ func (c *conn) call(ctx context.Context, opts Options, mode Mode, at *atomic.Int
 		}
 		return err
 	}
-	if mode == Snapshot {
+	if mode == calls.Snapshot {
 		if err := tx.Rollback(); err != nil {
 			c.broken = true
 		}
@@ -337,13 +286,13 @@ func (c *conn) endRead() error {
 }
 
 // txOptions: READ COMMITTED always (Mode says why each).
-func txOptions(mode Mode) driver.TxOptions {
+func txOptions(mode calls.Mode) driver.TxOptions {
 	switch mode {
-	case ReadOnly:
+	case calls.ReadOnly:
 		return driver.TxOptions{Isolation: driver.IsolationLevel(sql.LevelReadCommitted), ReadOnly: true}
-	case NoWait:
+	case calls.NoWait:
 		return driver.TxOptions{Isolation: driver.IsolationLevel(firebirdsql.LevelReadCommittedNoWait)}
-	case Snapshot:
+	case calls.Snapshot:
 		return driver.TxOptions{Isolation: driver.IsolationLevel(sql.LevelRepeatableRead)}
 	}
 	return driver.TxOptions{Isolation: driver.IsolationLevel(sql.LevelReadCommitted)}
@@ -380,10 +329,10 @@ func (c *conn) settle(ctx context.Context, fc driverConn, err error) bool {
 // returns born coded (erp.ErrKeptTooLarge, say). It is returned as it is,
 // never retried, and says nothing of the connection.
 func ownVerdict(err error) bool {
-	return overLimit(err) || errors.Is(err, ErrRollback) || erp.FaultOf(err) != nil
+	return overLimit(err) || errors.Is(err, calls.ErrRollback) || erp.FaultOf(err) != nil
 }
 
 // overLimit reports an answer refused for its size or row count.
 func overLimit(err error) bool {
-	return errors.Is(err, record.ErrTooManyRows) || errors.Is(err, record.ErrTooLarge)
+	return errors.Is(err, erp.ErrTooManyRows) || errors.Is(err, erp.ErrAnswerTooLarge)
 }

@@ -90,7 +90,7 @@ type conn struct {
 	loaded time.Time
 	broken bool      // the wire is in an unknown state: never reuse
 	read   driver.Tx // the transaction reads run in (conn.call)
-	// blocks holds each block (Session.Block), written from
+	// blocks holds each block (Session.block), written from
 	// its procedures' signatures as read on this connection.
 	blocks map[string]block
 	// reads holds how each procedure is read (Session.readQuery), by its

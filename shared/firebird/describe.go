@@ -172,14 +172,16 @@ func describe(ctx context.Context, tx *sql.Tx, name string) (catalog.Procedure, 
 }
 
 // Describe is the package's Describe for an instance the pools serve, on
-// one attachment with what keeps each of tables from serving (Table.check).
-func (p *Pools) Describe(ctx context.Context, t erp.Target, names []string, tables ...Table) (procs map[string]catalog.Procedure, problems []catalog.Finding, err error) {
+// one attachment with what keeps each of tables from serving (checkTable),
+// and the pools' own need: OrphanGrant.
+func (p *Pools) Describe(ctx context.Context, t erp.Target, names []string, tables ...catalog.Table) (procs map[string]catalog.Procedure, problems []catalog.Finding, err error) {
+	tables = append([]catalog.Table{OrphanGrant()}, tables...)
 	err = reading(ctx, t.Connection, p.bound(), func(tx *sql.Tx) error {
 		if procs, err = describeAll(ctx, tx, names); err != nil {
 			return err
 		}
 		for _, table := range tables {
-			found, err := table.check(ctx, tx)
+			found, err := checkTable(ctx, tx, table)
 			if err != nil {
 				return err
 			}
@@ -193,27 +195,11 @@ func (p *Pools) Describe(ctx context.Context, t erp.Target, names []string, tabl
 	return procs, problems, nil
 }
 
-// Table is a table the gateway uses in an instance's database, of its own
-// (a DBA installs it) or the server's: its columns, and the privileges the
-// gateway's user needs on it.
-type Table struct {
-	Name       string
-	Columns    []string
-	Privileges []string // SELECT, INSERT, UPDATE, DELETE
-	// Install says how a DBA installs it, for the problems found.
-	Install string
-	// Finding names its findings (catalog.KeysFinding, ...); Fatal: without
-	// it calls fail. Cost, when not "", says what a missing privilege costs.
-	Finding string
-	Fatal   bool
-	Cost    string
-}
-
 // CheckTable says what keeps the gateway's user from using table in cfg's
 // database; nothing when all is there.
-func CheckTable(ctx context.Context, cfg erp.Connection, table Table) (problems []catalog.Finding, err error) {
+func CheckTable(ctx context.Context, cfg erp.Connection, table catalog.Table) (problems []catalog.Finding, err error) {
 	err = reading(ctx, cfg, DefaultLongestCall+orphanMargin, func(tx *sql.Tx) error {
-		problems, err = table.check(ctx, tx)
+		problems, err = checkTable(ctx, tx, table)
 		return err
 	})
 	return problems, err
@@ -222,7 +208,7 @@ func CheckTable(ctx context.Context, cfg erp.Connection, table Table) (problems 
 // check finds the table missing, a column missing, a privilege not granted
 // (to the user, its role or PUBLIC), with CURRENT_USER and CURRENT_ROLE as
 // the procedures' grants are.
-func (t Table) check(ctx context.Context, tx *sql.Tx) ([]catalog.Finding, error) {
+func checkTable(ctx context.Context, tx *sql.Tx, t catalog.Table) ([]catalog.Finding, error) {
 	columns, err := column(ctx, tx, `SELECT TRIM(RDB$FIELD_NAME) FROM RDB$RELATION_FIELDS WHERE RDB$RELATION_NAME = ?`, t.Name)
 	if err != nil {
 		return nil, err

@@ -77,7 +77,21 @@ func classify(ctx context.Context, at phase, err error) error {
 	case at == connecting:
 		return fmt.Errorf("%w: gds %v: %s", erp.ErrUnavailable, fb.GDSCodes, oneLine(fb.Message))
 	}
-	return &erp.Exception{Lines: exceptionLines(fb)}
+	return exception(fb, err)
+}
+
+// exception is fb, the database's refusal of a call, in erp's words; err
+// is what carried it.
+func exception(fb *firebirdsql.FbError, err error) *erp.Exception {
+	exc := &erp.Exception{Lines: exceptionLines(fb), Cause: err, Locked: hasCode(fb, []int{firebirdsql.ISCLockConflict, firebirdsql.ISCDeadlock})}
+	for i, c := range fb.GDSCodes {
+		// The code entry's first parameters name the constraint and the
+		// table.
+		if c == firebirdsql.ISCUniqueKeyViolation && i < len(fb.Params) && len(fb.Params[i]) > 1 {
+			exc.Duplicate = fb.Params[i][1]
+		}
+	}
+	return exc
 }
 
 // exceptionLines is the text of the status vector, one entry a line. For a

@@ -3,7 +3,6 @@ package firebird
 import (
 	"context"
 	"crypto/rand"
-	"database/sql/driver"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/nakagami/firebirdsql"
 
+	"github.com/erp-gateway/gateway/shared/calls"
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/tally"
@@ -59,10 +59,10 @@ const (
 	// counts it in whole seconds of its clock, so a wait lasts between 1
 	// and 2 s. A failure after waiting that long is a lockWait.
 	lockTimeout = 2 * time.Second
-	// lockWaited: a conflict that took at least this long came from a wait
-	// the lock timeout ended (it lasts more than lockTimeout-1s); a
+	// lockWaitFloor: a conflict that took at least this long came from a
+	// wait the lock timeout ended (it lasts more than lockTimeout-1s); a
 	// conflict with a committed row comes back in milliseconds.
-	lockWaited = lockTimeout - time.Second
+	lockWaitFloor = lockTimeout - time.Second
 	// huntSpacing: hunts of one instance share the latest one's result for
 	// this long, so a burst of symptoms costs the server one hunt.
 	huntSpacing = time.Second
@@ -128,8 +128,8 @@ END`
 // OrphanGrant is the privilege that lets the gateway's user cancel its
 // orphans, as the doctor and the health check hold it: nothing fails without
 // it, but a cut link's locks stay.
-func OrphanGrant() Table {
-	return Table{Name: "MON$ATTACHMENTS", Privileges: []string{"DELETE"}, Finding: catalog.OrphansFinding,
+func OrphanGrant() catalog.Table {
+	return catalog.Table{Name: "MON$ATTACHMENTS", Privileges: []string{"DELETE"}, Finding: catalog.OrphansFinding,
 		Cost: "without it the gateway cannot cancel the attachments a cut link leaves behind, which keep their transactions and locks until the server's TCP keepalive gives up (about 2 hours)"}
 }
 
@@ -248,8 +248,8 @@ func (p *Pools) huntOnce(ctx context.Context, t erp.Target, abandoned []string) 
 		return cur.once(ctx, func(c *conn) error {
 			before := c.wire.Trips()
 			defer func() { tally.AddN(ctx, tally.RoundTrips, c.wire.Trips()-before) }()
-			return c.call(ctx, p.opts, NoWait, &at, func(ctx context.Context, s *Session) error {
-				return s.Each(ctx, huntSQL, []any{strings.Join(abandoned, " ")}, func(v []driver.Value) error {
+			return c.call(ctx, p.opts, calls.NoWait, &at, func(ctx context.Context, tx calls.Tx) error {
+				return tx.Each(ctx, huntSQL, []any{strings.Join(abandoned, " ")}, func(v []any) error {
 					var o Orphan
 					o.Attachment, _ = v[0].(int64)
 					age, _ := v[1].(int64)
@@ -286,8 +286,8 @@ func (p *Pools) huntOnce(ctx context.Context, t erp.Target, abandoned []string) 
 // not pay for it), when attachments this process abandoned wait to be
 // cancelled, or every StmtMaxAge, with the pool's own check of its
 // procedures.
-func (p *Pools) huntDue(t erp.Target, cur *pool, mode Mode) bool {
-	if mode == ReadOnly || cur.refused() {
+func (p *Pools) huntDue(t erp.Target, cur *pool, mode calls.Mode) bool {
+	if mode == calls.ReadOnly || cur.refused() {
 		return false
 	}
 	h := p.hunting(t.Instance)
@@ -333,6 +333,16 @@ type lockWait struct{ err error }
 func (e *lockWait) Error() string { return "gave up waiting for a record lock: " + e.err.Error() }
 func (e *lockWait) Unwrap() error { return e.err }
 
+// DuplicateOf names the table of a key another transaction inserted and has
+// not ended (erp.DuplicateOf): an idempotency key's claim tells it so.
+func (e *lockWait) DuplicateOf() string {
+	var fb *firebirdsql.FbError
+	if errors.As(e.err, &fb) {
+		return exception(fb, e.err).Duplicate
+	}
+	return ""
+}
+
 // conflictCodes are the status vector's codes of a statement that met a
 // record another transaction holds or wrote: what a lock wait ends with.
 var conflictCodes = []int{
@@ -344,15 +354,15 @@ var conflictCodes = []int{
 // is a conflict that came only after the lock timeout.
 func waited(err error, took time.Duration) error {
 	var fb *firebirdsql.FbError
-	if took < lockWaited || !errors.As(err, &fb) || !hasCode(fb, conflictCodes) {
+	if took < lockWaitFloor || !errors.As(err, &fb) || !hasCode(fb, conflictCodes) {
 		return err
 	}
 	return &lockWait{err}
 }
 
-// LockWaited reports err as a statement that gave up waiting for a record
+// lockWaited reports err as a statement that gave up waiting for a record
 // lock (lockWait).
-func LockWaited(err error) bool {
+func lockWaited(err error) bool {
 	var lw *lockWait
 	return errors.As(err, &lw)
 }

@@ -60,10 +60,11 @@ func TestLockWaitsAreToldFromRefusals(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := waited(c.err, c.took)
-			if LockWaited(err) != c.waited {
-				t.Fatalf("LockWaited = %v", !c.waited)
+			if lockWaited(err) != c.waited {
+				t.Fatalf("lockWaited = %v", !c.waited)
 			}
-			_, refused := Refusal(context.Background(), err)
+			var exc *erp.Exception
+			refused := errors.As(classify(context.Background(), executing, err), &exc)
 			locked := errors.Is(classify(context.Background(), executing, err), erp.ErrLocked)
 			if c.waited && (refused || !locked) || !c.waited && locked {
 				t.Fatalf("refused %v, ErrLocked %v", refused, locked)

@@ -54,7 +54,19 @@ type querier func(ctx context.Context, query string, args []any, each func([]dri
 
 // Each runs query and hands each row's values to each, which may keep
 // none of them.
-func (s *Session) Each(ctx context.Context, query string, args []any, each func([]driver.Value) error) error {
+func (s *Session) Each(ctx context.Context, query string, args []any, each func([]any) error) error {
+	var vals []any
+	return s.outcome(ctx, s.each(ctx, query, args, func(row []driver.Value) error {
+		vals = vals[:0]
+		for _, v := range row {
+			vals = append(vals, v)
+		}
+		return each(vals)
+	}))
+}
+
+// each is Each in the driver's values.
+func (s *Session) each(ctx context.Context, query string, args []any, each func([]driver.Value) error) error {
 	rows, err := s.open(ctx, query, args)
 	if err != nil {
 		return err

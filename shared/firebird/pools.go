@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/erp-gateway/gateway/shared/calls"
 	"github.com/erp-gateway/gateway/shared/erp"
 )
 
@@ -43,31 +44,22 @@ type Options struct {
 
 // Defaults of Options.
 const (
-	DefaultConnMaxIdle = 240 * time.Second
-	DefaultStmtMaxAge  = 60 * time.Second
+	DefaultMaxConns      = 4
+	DefaultMaxStatements = 64
+	DefaultConnMaxIdle   = 240 * time.Second
+	DefaultStmtMaxAge    = 60 * time.Second
 	// DefaultLongestCall is for tools that make only short calls: a
 	// bound longer than any of their calls.
 	DefaultLongestCall = time.Minute
 )
 
 func (o Options) withDefaults() Options {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	if o.MaxConns <= 0 {
-		o.MaxConns = 4
-	}
-	if o.MaxStatements <= 0 {
-		o.MaxStatements = 64
-	}
-	def(&o.ConnMaxIdle, DefaultConnMaxIdle)
-	def(&o.StmtMaxAge, DefaultStmtMaxAge)
-	def(&o.LongestCall, DefaultLongestCall)
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
+	o.MaxConns = cmp.Or(o.MaxConns, DefaultMaxConns)
+	o.MaxStatements = cmp.Or(o.MaxStatements, DefaultMaxStatements)
+	o.ConnMaxIdle = cmp.Or(o.ConnMaxIdle, DefaultConnMaxIdle)
+	o.StmtMaxAge = cmp.Or(o.StmtMaxAge, DefaultStmtMaxAge)
+	o.LongestCall = cmp.Or(o.LongestCall, DefaultLongestCall)
+	o.Log = cmp.Or(o.Log, slog.New(slog.DiscardHandler))
 	return o
 }
 
@@ -98,6 +90,9 @@ type pool struct {
 	hunted      time.Time
 	huntRefused bool
 }
+
+// The pools are the store package calls runs sequences on.
+var _ calls.Store = (*Pools)(nil)
 
 // NewPools returns an empty set of pools.
 func NewPools(opts Options) *Pools {
@@ -172,7 +167,7 @@ func (cur *pool) verify(ctx context.Context, s *Session, maxAge time.Duration) e
 	if !due {
 		return nil
 	}
-	row, err := s.Row(ctx, versionQuery, nil)
+	row, err := s.row(ctx, versionQuery, nil)
 	cur.mu.Lock()
 	defer cur.mu.Unlock()
 	if err != nil && connectionLost(ctx, err) || ctx.Err() != nil {

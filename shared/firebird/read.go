@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/erp-gateway/gateway/shared/calls"
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/record"
 )
@@ -52,7 +53,7 @@ func (s *Session) readQuery(ctx context.Context, procedure string, nargs int) st
 	if !plan.described {
 		plan.described = true
 		name := strings.ToUpper(procedure)
-		if sigs, err := signatures(ctx, s.Each, []string{name}); err == nil {
+		if sigs, err := signatures(ctx, s.each, []string{name}); err == nil {
 			if text, ok := inlineSelect(procedure, nargs, sigs[name].Outputs); ok {
 				plan.text = text
 				s.conn.forget(plain)
@@ -103,7 +104,7 @@ func inlineSelect(procedure string, nargs int, outs []catalog.DBParam) (text str
 	}
 	cols := make([]string, 0, len(outs)+len(inline))
 	for _, o := range outs {
-		name := Quote(o.Name)
+		name := calls.Quote(o.Name)
 		if !inlinable(o) {
 			cols = append(cols, name)
 			continue

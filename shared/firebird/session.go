@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/erp-gateway/gateway/shared/calls"
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/record"
 )
@@ -29,7 +30,7 @@ type Session struct {
 
 func (s *Session) prepare(ctx context.Context, query string) (*stmt, error) {
 	if s.reads && s.conn.read == nil {
-		tx, err := s.fc.BeginTx(ctx, txOptions(ReadOnly))
+		tx, err := s.fc.BeginTx(ctx, txOptions(calls.ReadOnly))
 		if err != nil {
 			return nil, err
 		}
@@ -50,7 +51,7 @@ func (s *Session) prepare(ctx context.Context, query string) (*stmt, error) {
 func (s *Session) failed(ctx context.Context, query string, err error) error {
 	err = waited(err, time.Since(s.began))
 	var exc *erp.Exception
-	if overLimit(err) || LockWaited(err) || errors.As(classify(ctx, executing, err), &exc) {
+	if overLimit(err) || lockWaited(err) || errors.As(classify(ctx, executing, err), &exc) {
 		return err
 	}
 	if s.conn.settle(ctx, s.fc, err) {
@@ -66,12 +67,24 @@ func (s *Session) failed(ctx context.Context, query string, err error) error {
 func (s *Session) Exec(ctx context.Context, query string, args []any) error {
 	rows, err := s.open(ctx, query, args)
 	if err != nil {
-		return err
+		return s.outcome(ctx, err)
 	}
 	if err := rows.Close(); err != nil {
-		return s.failed(ctx, query, err)
+		return s.outcome(ctx, s.failed(ctx, query, err))
 	}
 	return nil
+}
+
+// outcome is err, a statement's failure, as calls.Tx says: the database's
+// refusal an *erp.Exception, anything else as it is (Transact classifies it).
+func (s *Session) outcome(ctx context.Context, err error) error {
+	var exc *erp.Exception
+	if err != nil && !errors.As(err, &exc) && !lockWaited(err) {
+		if e, ok := classify(ctx, phase(s.at.Load()), err).(*erp.Exception); ok {
+			return e
+		}
+	}
+	return err
 }
 
 // open prepares query (once per connection) and runs it with args.
@@ -142,7 +155,20 @@ func placeholders(n int) string {
 }
 
 // Row runs query and returns its first row, nil when there is none.
-func (s *Session) Row(ctx context.Context, query string, args []any) ([]driver.Value, error) {
+func (s *Session) Row(ctx context.Context, query string, args []any) ([]any, error) {
+	row, err := s.row(ctx, query, args)
+	if err != nil || row == nil {
+		return nil, s.outcome(ctx, err)
+	}
+	out := make([]any, len(row))
+	for i, v := range row {
+		out[i] = v
+	}
+	return out, nil
+}
+
+// row is Row in the driver's values.
+func (s *Session) row(ctx context.Context, query string, args []any) ([]driver.Value, error) {
 	rows, err := s.open(ctx, query, args)
 	if err != nil {
 		return nil, err

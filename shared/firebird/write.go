@@ -2,48 +2,21 @@ package firebird
 
 import (
 	"context"
-	"database/sql/driver"
 	"fmt"
 	"strings"
 
+	"github.com/erp-gateway/gateway/shared/calls"
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/record"
 )
 
 // A write runs its procedure and its read-back in one statement, an
-// EXECUTE BLOCK (Session.Block): on its own each would cost a round trip,
+// EXECUTE BLOCK (Session.block): on its own each would cost a round trip,
 // and every round trip crosses a WAN (README, "Round trips").
 
-// WriteParts is what a layer adds to a write's block (the key protocol's
-// claim and keeping). Its names must start GATEWAY$, which no procedure's
-// column is expected to.
-type WriteParts struct {
-	// Inputs are declared before the procedure's arguments, each
-	// "NAME TYPE = ?"; their values come first.
-	Inputs []string
-	// Declare holds declarations of variables.
-	Declare string
-	// Before runs before the procedure, After after it, EachRow for each
-	// read-back row before it is returned, and End after the rows.
-	Before, After, EachRow, End string
-	// Hidden are columns returned after the read-back's, each "NAME TYPE";
-	// they are not the answer's.
-	Hidden []string
-}
-
-// Write is one write: a procedure and its arguments, answered by the rows
-// of ReadBack with ReadArgs or, without a ReadBack, by the procedure's own
-// outputs as one row.
-type Write struct {
-	Procedure string
-	Args      []any
-	ReadBack  string
-	ReadArgs  []any
-}
-
 // procedures are the write's procedures, as signatures names them.
-func (w Write) procedures() []string {
+func procedures(w calls.Write) []string {
 	procs := []string{strings.ToUpper(w.Procedure)}
 	if w.ReadBack != "" {
 		procs = append(procs, strings.ToUpper(w.ReadBack))
@@ -57,28 +30,27 @@ func (w Write) procedures() []string {
 // of the last row. Every block first sets the transaction's origin
 // (erp.OriginOf(ctx)) for the ERP's triggers, in the round trip it makes
 // anyway. name tells blocks apart whose parts differ.
-func (s *Session) Write(ctx context.Context, name string, w Write, parts func(proc, rb catalog.Procedure) WriteParts, extra []any, out *record.Encoder) ([]driver.Value, error) {
-	procs := w.procedures()
+func (s *Session) Write(ctx context.Context, name string, w calls.Write, parts func(proc, rb catalog.Procedure) calls.Parts, extra []any, out *record.Encoder) ([]any, error) {
+	procs := procedures(w)
 	o := erp.OriginOf(ctx)
 	argv := make([]any, 0, 2+len(extra)+len(w.Args)+len(w.ReadArgs))
 	argv = append(append(append(append(argv, o.TokenID, o.RequestID), extra...), w.Args...), w.ReadArgs...)
-	return s.Block(ctx, name+" "+w.Procedure+" "+w.ReadBack, procs, func(sigs map[string]catalog.Procedure) (string, int) {
-		var p WriteParts
+	last, err := s.block(ctx, name+" "+w.Procedure+" "+w.ReadBack, procs, func(sigs map[string]catalog.Procedure) (string, int) {
+		var p calls.Parts
 		proc, rb := sigs[procs[0]], sigs[strings.ToUpper(w.ReadBack)]
 		if parts != nil {
 			p = parts(proc, rb)
 		}
 		return WriteBlock(w.Procedure, len(w.Args), w.ReadBack, len(w.ReadArgs), proc, rb, p)
 	}, argv, out)
-}
-
-// Answers are the columns a write answers with: its read-back's, or
-// without one the procedure's outputs.
-func Answers(readBack string, proc, rb catalog.Procedure) []catalog.DBParam {
-	if readBack == "" {
-		return proc.Outputs
+	if err != nil {
+		return nil, s.outcome(ctx, err)
 	}
-	return rb.Outputs
+	hidden := make([]any, len(last))
+	for i, v := range last {
+		hidden[i] = v
+	}
+	return hidden, nil
 }
 
 // originContext is what every write block runs first: the origin's two
@@ -94,11 +66,12 @@ const originContext = `  GATEWAY$SET = RDB$SET_CONTEXT('USER_TRANSACTION', 'GATE
 // arguments are converted exactly as a plain EXECUTE PROCEDURE converts
 // them, and the rows come back exactly as a plain SELECT returns them,
 // names and types. An argument beyond a procedure's inputs is declared
-// INTEGER: the block then fails to prepare with the server's own "Input\n// parameter mismatch", as the plain call would. Its first inputs are the
+// INTEGER: the block then fails to prepare with the server's own "Input
+// parameter mismatch", as the plain call would. Its first inputs are the
 // origin's (originContext), then parts'. hidden is how many of its last
 // columns are parts.Hidden.
-func WriteBlock(procedure string, nargs int, readBack string, nreadArgs int, proc, rb catalog.Procedure, parts WriteParts) (text string, hidden int) {
-	typeOf := func(p catalog.DBParam) string { return "TYPE OF " + Quote(p.Domain) }
+func WriteBlock(procedure string, nargs int, readBack string, nreadArgs int, proc, rb catalog.Procedure, parts calls.Parts) (text string, hidden int) {
+	typeOf := func(p catalog.DBParam) string { return "TYPE OF " + calls.Quote(p.Domain) }
 	ins := append([]string{"GATEWAY$TOKEN_ID VARCHAR(255) = ?", "GATEWAY$REQUEST_ID VARCHAR(255) = ?"}, parts.Inputs...)
 	declare := func(prefix string, n int, inputs []catalog.DBParam) string {
 		if n == 0 {
@@ -119,9 +92,9 @@ func WriteBlock(procedure string, nargs int, readBack string, nreadArgs int, pro
 	var b strings.Builder
 	b.WriteString("EXECUTE BLOCK (" + strings.Join(ins, ", ") + ")\n")
 	var cols, into []string
-	for _, c := range Answers(readBack, proc, rb) {
-		cols = append(cols, Quote(c.Name)+" "+typeOf(c))
-		into = append(into, ":"+Quote(c.Name))
+	for _, c := range calls.Answers(readBack, proc, rb) {
+		cols = append(cols, calls.Quote(c.Name)+" "+typeOf(c))
+		into = append(into, ":"+calls.Quote(c.Name))
 	}
 	cols = append(cols, parts.Hidden...)
 	if len(cols) > 0 {

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -27,6 +28,14 @@ type BreakerConfig struct {
 	// forgets an instance.
 	MaxInstances int
 }
+
+// Defaults of BreakerConfig.
+const (
+	DefaultFailures     = 3
+	DefaultCoolDown     = 500 * time.Millisecond
+	DefaultProbeTimeout = time.Second
+	DefaultMaxInstances = 10_000
+)
 
 // breakers keep, per instance, whether its database has been hanging, so a
 // customer whose Firebird hangs costs each environment a few deadlines and
@@ -62,18 +71,10 @@ const (
 )
 
 func newBreakers(cfg BreakerConfig) *breakers {
-	if cfg.Failures <= 0 {
-		cfg.Failures = 3
-	}
-	if cfg.CoolDown <= 0 {
-		cfg.CoolDown = 500 * time.Millisecond
-	}
-	if cfg.ProbeTimeout <= 0 {
-		cfg.ProbeTimeout = time.Second
-	}
-	if cfg.MaxInstances <= 0 {
-		cfg.MaxInstances = 10_000
-	}
+	cfg.Failures = cmp.Or(cfg.Failures, DefaultFailures)
+	cfg.CoolDown = cmp.Or(cfg.CoolDown, DefaultCoolDown)
+	cfg.ProbeTimeout = cmp.Or(cfg.ProbeTimeout, DefaultProbeTimeout)
+	cfg.MaxInstances = cmp.Or(cfg.MaxInstances, DefaultMaxInstances)
 	return &breakers{cfg: cfg, now: time.Now, m: make(map[string]*breaker)}
 }
 

@@ -15,8 +15,9 @@ import (
 	"github.com/erp-gateway/gateway/shared/record"
 )
 
-// Describer reads what a database says of procedures; *firebird.Pools is
-// one. A Database that is not has no health check and plainer messages.
+// Describer reads what a database says of procedures;
+// *idempotency.Database is one. A Database that is not has no health check
+// and plainer messages.
 type Describer interface {
 	// Describe reads the procedures and what keeps the gateway from what
 	// it needs of the database (catalog.OrphansFinding and, when keys,
@@ -140,8 +141,8 @@ func (h *Handler) openAPI(r *http.Request, t erp.Target) outcome {
 		got, _, err = h.describe(ctx, t, descriptionTTL, false)
 		return err
 	})
-	if paused := (*pausedError)(nil); errors.As(err, &paused) {
-		return h.pausedAnswer(t, paused, "")
+	if errors.Is(err, erp.ErrPaused) {
+		return h.refuse(ctx, t, subject{}, err)
 	}
 	if err != nil || got.procs == nil {
 		return refusal(erp.CodeUnavailable, "the database of instance "+t.Instance+" is not reachable right now; try again later")

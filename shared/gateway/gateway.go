@@ -6,6 +6,7 @@
 package gateway
 
 import (
+	"cmp"
 	"compress/gzip"
 	"context"
 	"fmt"
@@ -15,30 +16,22 @@ import (
 	"sync"
 	"time"
 
+	"github.com/erp-gateway/gateway/shared/calls"
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/erp"
-	"github.com/erp-gateway/gateway/shared/firebird"
-	"github.com/erp-gateway/gateway/shared/record"
 	"github.com/erp-gateway/gateway/shared/tally"
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
-// Database runs procedures and encodes their rows into out;
-// *idempotency.Database is the real one.
+// Database runs a request's calls (package calls) in an instance's
+// database; *idempotency.Database is the real one.
 type Database interface {
-	Read(ctx context.Context, t erp.Target, procedure string, args []any, out *record.Encoder) error
-	Write(ctx context.Context, t erp.Target, w firebird.Write, out *record.Encoder) error
-	// WriteOnce is Write kept under an idempotency key; it returns the
-	// answer, the one kept before when replayed.
-	WriteOnce(ctx context.Context, t erp.Target, w firebird.Write, out *record.Encoder, k erp.Key) (answer []byte, replayed bool, err error)
+	// Run runs q, under k when not nil, keeping answer() under it; it
+	// returns the answer kept before, with replayed, when k was.
+	Run(ctx context.Context, t erp.Target, q *calls.Sequence, k *erp.Key, answer func() []byte) (kept []byte, replayed bool, err error)
 	// Ping makes one round trip to the instance's database: the breaker's
 	// probe.
 	Ping(ctx context.Context, t erp.Target) error
-	// Transact runs body, a batch's calls, in one transaction of mode.
-	Transact(ctx context.Context, t erp.Target, mode firebird.Mode, out *record.Encoder, body func(context.Context, *firebird.Session) error) error
-	// BatchOnce is a batch on execute kept under an idempotency key: it
-	// returns answer(), or the one kept before when replayed.
-	BatchOnce(ctx context.Context, t erp.Target, k erp.Key, body func(context.Context, *firebird.Session) error, answer func() []byte) ([]byte, bool, error)
 }
 
 // Access checks a request's credentials for an instance name before any
@@ -143,20 +136,16 @@ type Handler struct {
 
 // New builds the handler from long-lived parts made once by main.
 func New(cfg Config, cat *catalog.Catalog, acc Access, instances Instances, db Database, log *slog.Logger) *Handler {
-	if cfg.Class == "" {
-		cfg.Class = DefaultClass
-	}
-	if cfg.ErrorPrefix == "" {
-		cfg.ErrorPrefix = DefaultErrorPrefix
-	}
-	positive(&cfg.MaxBody, DefaultMaxBody)
-	positive(&cfg.Timeout, DefaultTimeout)
-	positive(&cfg.BatchMax, DefaultBatchMax)
-	positive(&cfg.BatchBody, DefaultBatchBody)
-	positive(&cfg.BatchTimeout, DefaultBatchTimeout)
-	positive(&cfg.MaxAnswer, DefaultMaxAnswer)
-	positive(&cfg.KeyTTL, DefaultKeyTTL)
-	positive(&cfg.StreamTimeout, DefaultStreamTimeout)
+	cfg.Class = cmp.Or(cfg.Class, DefaultClass)
+	cfg.ErrorPrefix = cmp.Or(cfg.ErrorPrefix, DefaultErrorPrefix)
+	cfg.MaxBody = cmp.Or(cfg.MaxBody, DefaultMaxBody)
+	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
+	cfg.BatchMax = cmp.Or(cfg.BatchMax, DefaultBatchMax)
+	cfg.BatchBody = cmp.Or(cfg.BatchBody, DefaultBatchBody)
+	cfg.BatchTimeout = cmp.Or(cfg.BatchTimeout, DefaultBatchTimeout)
+	cfg.MaxAnswer = cmp.Or(cfg.MaxAnswer, DefaultMaxAnswer)
+	cfg.KeyTTL = cmp.Or(cfg.KeyTTL, DefaultKeyTTL)
+	cfg.StreamTimeout = cmp.Or(cfg.StreamTimeout, DefaultStreamTimeout)
 	if len(cfg.Endpoints) == 0 {
 		cfg.Endpoints = []catalog.Endpoint{catalog.ExecuteQuery, catalog.Execute}
 	}
@@ -171,14 +160,6 @@ func New(cfg Config, cat *catalog.Catalog, acc Access, instances Instances, db D
 	// function's CPU is billed while it compresses.
 	h.gzips.New = func() any { zw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed); return zw }
 	return h
-}
-
-// positive sets *v to def unless it is above zero: a zero Config takes
-// the defaults.
-func positive[T int | int64 | time.Duration](v *T, def T) {
-	if *v <= 0 {
-		*v = def
-	}
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -18,13 +18,13 @@ import (
 	"time"
 
 	"github.com/erp-gateway/gateway/shared/access"
+	"github.com/erp-gateway/gateway/shared/calls"
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/firebird"
 	"github.com/erp-gateway/gateway/shared/gateway"
 	"github.com/erp-gateway/gateway/shared/idempotency"
-	"github.com/erp-gateway/gateway/shared/record"
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
@@ -36,16 +36,12 @@ func path(instance, endpoint string) string { return "/" + instance + base + end
 type countingDB struct {
 	*idempotency.Database
 	calls atomic.Int64
+	pools *firebird.Pools // the store under it, for tests that run statements of their own
 }
 
-func (c *countingDB) Read(ctx context.Context, t erp.Target, p string, a []any, out *record.Encoder) error {
+func (c *countingDB) Run(ctx context.Context, t erp.Target, q *calls.Sequence, k *erp.Key, answer func() []byte) ([]byte, bool, error) {
 	c.calls.Add(1)
-	return c.Database.Read(ctx, t, p, a, out)
-}
-
-func (c *countingDB) Write(ctx context.Context, t erp.Target, w firebird.Write, out *record.Encoder) error {
-	c.calls.Add(1)
-	return c.Database.Write(ctx, t, w, out)
+	return c.Database.Run(ctx, t, q, k, answer)
 }
 
 // env is a handler over real pools and a real instances file.
@@ -161,7 +157,7 @@ func newEnvOpts(t testing.TB, cfg gateway.Config, opts firebird.Options, instanc
 	}
 	pools := firebird.NewPools(opts)
 	t.Cleanup(func() { pools.Close() })
-	db := &countingDB{Database: idempotency.New(pools, append(sweepEvery, 0)[0])}
+	db := &countingDB{Database: idempotency.New(pools, append(sweepEvery, 0)[0]), pools: pools}
 	return &env{h: gateway.New(cfg, cat, access.Static(acc.Document), src, db, log), cat: cat, src: src, acc: acc, db: db, log: logs}
 }
 

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/erp-gateway/gateway/shared/calls"
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/firebird"
@@ -333,13 +334,13 @@ func TestALiveKeyIsNeverTaken(t *testing.T) {
 	other := newEnvOpts(t, gateway.Config{}, firebird.Options{}, map[string]any{"demo": tenants.Instance{Connection: cfg, Idempotency: true}})
 	holding, release, done := make(chan struct{}), make(chan struct{}), make(chan error)
 	go func() {
-		done <- other.db.Transact(context.Background(), erp.Target{Instance: "demo", Connection: cfg}, firebird.ReadWrite, nil, func(ctx context.Context, s *firebird.Session) error {
+		done <- other.db.pools.Transact(context.Background(), erp.Target{Instance: "demo", Connection: cfg}, calls.ReadWrite, nil, func(ctx context.Context, s calls.Tx) error {
 			if err := s.Exec(ctx, "INSERT INTO GATEWAY_IDEMPOTENCY (SCOPE, IDEM_KEY, CLAVE, REQUEST_HASH, CREATED_AT) VALUES (?, ?, 'Set_Pago', 'h', CURRENT_TIMESTAMP)", []any{scope, key}); err != nil {
 				return err
 			}
 			close(holding)
 			<-release
-			return firebird.ErrRollback // it ends without keeping anything
+			return calls.ErrRollback // it ends without keeping anything
 		})
 	}()
 	<-holding
@@ -353,7 +354,7 @@ func TestALiveKeyIsNeverTaken(t *testing.T) {
 		t.Logf("a retry answered 409 after %s", took.Round(time.Millisecond))
 	}
 	close(release)
-	if err := <-done; !errors.Is(err, firebird.ErrRollback) {
+	if err := <-done; !errors.Is(err, calls.ErrRollback) {
 		t.Fatalf("the live request was cut short: %v", err)
 	}
 	if s := send(t, e.h, "execute", pago(code, 1), "Authorization", "Bearer "+token, "Idempotency-Key", key); s.status != http.StatusOK || !strings.Contains(s.body, `"data"`) {
@@ -436,7 +437,7 @@ func orphanOf(t *testing.T, cfg erp.Connection, query string, args ...any) (atta
 		map[string]any{"demo": tenants.Instance{Connection: link.Through(cfg), Idempotency: true}})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	err := other.db.Transact(ctx, erp.Target{Instance: "demo", Connection: link.Through(cfg)}, firebird.ReadWrite, nil, func(ctx context.Context, s *firebird.Session) error {
+	err := other.db.pools.Transact(ctx, erp.Target{Instance: "demo", Connection: link.Through(cfg)}, calls.ReadWrite, nil, func(ctx context.Context, s calls.Tx) error {
 		if err := s.Exec(ctx, query, args); err != nil {
 			return err
 		}

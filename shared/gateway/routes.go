@@ -160,22 +160,15 @@ func (h *Handler) execute(w http.ResponseWriter, r *http.Request, c caller, endp
 		key, dry, bad = writeHeaders(r, c, endpoint)
 	}
 	var o outcome
-	switch {
-	case bad != nil:
+	if bad != nil {
 		o = refusalOf(bad)
-	case dry:
-		// A batch of one, answered in the single call's shape.
-		o = h.runBatch(r.Context(), c, endpoint, []catalog.Call{call}, "", true)
-		if o.status == http.StatusOK {
-			o.body = o.body[1 : len(o.body)-1]
-			o.preferenceApplied = "tx=rollback"
-		}
-	default:
+	} else {
+		// A read alone may stream its answer (a write's is small).
 		var st *stream
-		if h.cfg.StreamAbove > 0 && call.Op.ReadBack == nil {
+		if h.cfg.StreamAbove > 0 && call.Op.Endpoint == catalog.ExecuteQuery {
 			st = h.newStream(w, r)
 		}
-		o = h.run(r.Context(), c.target, call, key, c.grant.TokenID, st)
+		o = h.run(r.Context(), c, h.sequence([]catalog.Call{call}, true, endpoint == catalog.Execute, dry), key, st)
 	}
 	// A refusal of an operation's body names the operation too.
 	if call.Op != nil {

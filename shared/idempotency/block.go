@@ -4,35 +4,35 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/erp-gateway/gateway/shared/calls"
 	"github.com/erp-gateway/gateway/shared/catalog"
-	"github.com/erp-gateway/gateway/shared/firebird"
 )
 
 // A keyed write claims its key, runs its procedure, reads back and keeps
-// the answer (kept.go) in the write's own block (firebird.WriteBlock): the
+// the answer (kept.go) in the write's own block (the store's write block): the
 // claim and the keeping on their own would cost round trips the write
 // without a key does not make (README, "Measurements").
 
 // write is what a keyed write runs.
 type write struct {
-	firebird.Write
+	calls.Write
 	// keep: the block may keep the answer itself: the connection's
 	// character set is UTF8, in which the driver reads text as the block
 	// writes it.
 	keep bool
 }
 
-// parts are what the key adds to w's block (firebird.WriteBlock), from the
+// parts are what the key adds to w's block (the store's write block), from the
 // procedures' signatures: the claim before the procedure and, when the
 // block keeps the answer, the answer kept as it is read back; the block
 // then returns after the answer's columns GATEWAY$KEPT, 1 while the values
 // so far fit in the key's row. The claim's five values are its first
 // inputs.
-func (w write) parts(proc, readBack catalog.Procedure) firebird.WriteParts {
-	f := form{cols: firebird.Answers(w.ReadBack, proc, readBack)}
+func (w write) parts(proc, readBack catalog.Procedure) calls.Parts {
+	f := form{cols: calls.Answers(w.ReadBack, proc, readBack)}
 	header, keeps := f.header()
 	keeps = keeps && w.keep
-	var parts firebird.WriteParts
+	var parts calls.Parts
 	for i, c := range []string{"SCOPE", "IDEM_KEY", "CLAVE", "REQUEST_HASH", "CREATED_AT"} {
 		parts.Inputs = append(parts.Inputs, fmt.Sprintf("GATEWAY$K%d TYPE OF COLUMN %s.%s = ?", i, KeyTable, c))
 	}

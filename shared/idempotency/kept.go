@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/erp-gateway/gateway/shared/calls"
 	"github.com/erp-gateway/gateway/shared/catalog"
-	"github.com/erp-gateway/gateway/shared/firebird"
 	"github.com/erp-gateway/gateway/shared/record"
 )
 
@@ -158,7 +158,7 @@ func (f form) values() string {
 		if size+most > keptPartMax {
 			flush()
 		}
-		text := fmt.Sprintf("CAST(:%s AS VARCHAR(%d) CHARACTER SET UTF8)", firebird.Quote(c.Name), chars)
+		text := fmt.Sprintf("CAST(:%s AS VARCHAR(%d) CHARACTER SET UTF8)", calls.Quote(c.Name), chars)
 		parts = append(parts, fmt.Sprintf("COALESCE(OCTET_LENGTH(%s) || ':' || %s, '-')", text, text))
 		size += most
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/erp-gateway/gateway/shared/calls"
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/firebird"
 	"github.com/erp-gateway/gateway/shared/record"
@@ -138,18 +139,18 @@ func TestKeyedBlock(t *testing.T) {
 		proc, readBack catalog.Procedure
 		want           string
 	}{
-		{"no arguments", write{Write: firebird.Write{Procedure: "P", ReadBack: "R"}}, catalog.Procedure{}, one,
+		{"no arguments", write{Write: calls.Write{Procedure: "P", ReadBack: "R"}}, catalog.Procedure{}, one,
 			head + ")\nRETURNS (CODIGO TYPE OF RDB$9)\nAS\nDECLARE GATEWAY$SET INTEGER;\n" + claim + "  EXECUTE PROCEDURE P;\n  FOR SELECT * FROM R INTO :CODIGO DO SUSPEND;\nEND"},
-		{"arguments and values", write{Write: firebird.Write{Procedure: "P", ReadBack: "R", Args: []any{1, 2}, ReadArgs: []any{1}}},
+		{"arguments and values", write{Write: calls.Write{Procedure: "P", ReadBack: "R", Args: []any{1, 2}, ReadArgs: []any{1}}},
 			catalog.Procedure{Inputs: []catalog.DBParam{{Name: "A", Domain: "RDB$1"}, {Name: "B", Domain: "d"}}, Outputs: []catalog.DBParam{{Name: "X", Domain: "RDB$3"}}},
 			catalog.Procedure{Inputs: []catalog.DBParam{{Name: "A", Domain: "RDB$8"}}, Outputs: []catalog.DBParam{{Name: "CODIGO", Domain: "RDB$9"}, {Name: "name", Domain: "RDB$10"}}},
 			head + ", GATEWAY$P0 TYPE OF RDB$1 = ?, GATEWAY$P1 TYPE OF \"d\" = ?, GATEWAY$R0 TYPE OF RDB$8 = ?)\n" +
 				"RETURNS (CODIGO TYPE OF RDB$9, \"name\" TYPE OF RDB$10)\nAS\nDECLARE GATEWAY$SET INTEGER;\nDECLARE GATEWAY$O0 TYPE OF RDB$3;\n" + claim +
 				"  EXECUTE PROCEDURE P(:GATEWAY$P0, :GATEWAY$P1) RETURNING_VALUES :GATEWAY$O0;\n" +
 				"  FOR SELECT * FROM R(:GATEWAY$R0) INTO :CODIGO, :\"name\" DO SUSPEND;\nEND"},
-		{"an argument too many", write{Write: firebird.Write{Procedure: "P", ReadBack: "R", Args: []any{1}}}, catalog.Procedure{}, one,
+		{"an argument too many", write{Write: calls.Write{Procedure: "P", ReadBack: "R", Args: []any{1}}}, catalog.Procedure{}, one,
 			head + ", GATEWAY$P0 INTEGER = ?)\nRETURNS (CODIGO TYPE OF RDB$9)\nAS\nDECLARE GATEWAY$SET INTEGER;\n" + claim + "  EXECUTE PROCEDURE P(:GATEWAY$P0);\n  FOR SELECT * FROM R INTO :CODIGO DO SUSPEND;\nEND"},
-		{"keeping the answer", write{Write: firebird.Write{Procedure: "P", ReadBack: "R", ReadArgs: []any{1}}, keep: true}, catalog.Procedure{},
+		{"keeping the answer", write{Write: calls.Write{Procedure: "P", ReadBack: "R", ReadArgs: []any{1}}, keep: true}, catalog.Procedure{},
 			catalog.Procedure{Inputs: []catalog.DBParam{{Name: "A", Domain: "RDB$8"}}, Outputs: []catalog.DBParam{{Name: "CODIGO", Domain: "RDB$9", Type: "VARCHAR", Charset: "UTF8", Chars: 15}, {Name: "it's", Domain: "RDB$10", Type: "INTEGER"}}},
 			head + ", GATEWAY$R0 TYPE OF RDB$8 = ?)\n" +
 				"RETURNS (CODIGO TYPE OF RDB$9, \"it's\" TYPE OF RDB$10, GATEWAY$KEPT SMALLINT)\n" +

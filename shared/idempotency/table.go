@@ -1,7 +1,7 @@
 // Package idempotency runs writes under Idempotency-Keys (README, "Writes
 // that are safe to retry"): it claims a key, runs the write, keeps its
 // answer and replays it, in the instance's own database, over the
-// transactions, statements and blocks of package firebird. The key and the
+// transactions and statements of package calls. The key and the
 // write commit together or not at all.
 package idempotency
 
@@ -9,15 +9,14 @@ import (
 	"strings"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
-	"github.com/erp-gateway/gateway/shared/firebird"
 )
 
 // KeyTable is the table keys are kept in, in the instance's own database.
 const KeyTable = "GATEWAY_IDEMPOTENCY"
 
 // Table is KeyTable as the health check and the doctor hold it.
-func Table() firebird.Table {
-	return firebird.Table{
+func Table() catalog.Table {
+	return catalog.Table{
 		Name:       KeyTable,
 		Columns:    []string{"SCOPE", "IDEM_KEY", "CLAVE", "REQUEST_HASH", "ANSWER", "ANSWER_LONG", "CREATED_AT"},
 		Privileges: []string{"SELECT", "INSERT", "UPDATE", "DELETE"},

@@ -70,13 +70,13 @@ func build(ctx context.Context, endpoint catalog.Endpoint, builtCatalog string, 
 		began = now
 		return float64(d.Microseconds()) / 1000
 	}
-	cfg := gateway.NewConfig(s)
+	cfg := s.Gateway()
 	cfg.Endpoints = []catalog.Endpoint{endpoint}
 	if s.ResponseStreaming {
 		// Writes are always answered whole: only reads stream.
 		cfg.StreamAbove = gateway.DefaultStreamAbove
 	}
-	cat, err := Catalog(builtCatalog, s.Catalog)
+	cat, err := Catalog(builtCatalog, s)
 	if err != nil {
 		return nil, err
 	}
@@ -91,9 +91,7 @@ func build(ctx context.Context, endpoint catalog.Endpoint, builtCatalog string, 
 	if err != nil {
 		return nil, err
 	}
-	// A call's deadline is the call's or the batch's: the longest bounds
-	// the age of every transaction of ours (orphans, firebird.Options).
-	opts := firebird.Options{StmtMaxAge: s.StmtMaxAge, ConnMaxIdle: s.ConnMaxIdle, LongestCall: max(s.DBTimeout, s.BatchTimeout), Log: log}
+	opts := s.Pools(log)
 	// An execution environment serves as many requests at once as Lambda
 	// gives it: one on standard Lambda, AWS_LAMBDA_MAX_CONCURRENCY on managed
 	// instances. That many connections per instance is all it can use, so
@@ -108,12 +106,12 @@ func build(ctx context.Context, endpoint catalog.Endpoint, builtCatalog string, 
 	return &Function{adapter: httpadapter.New(h), handler: h, pools: pools, log: log, streaming: s.ResponseStreaming}, nil
 }
 
-// Catalog is the catalog a binary serves: the file at path (the catalog
-// setting), else the one built into the binary (built, as in New), else the
+// Catalog is the catalog a binary serves: the file of the catalog setting,
+// else the one built into the binary (built, as in New), else the
 // specification's.
-func Catalog(built, path string) (*catalog.Catalog, error) {
-	if built == "" || path != "" {
-		return gateway.LoadCatalog(path)
+func Catalog(built string, s settings.Settings) (*catalog.Catalog, error) {
+	if built == "" || s.Catalog != "" {
+		return s.LoadCatalog()
 	}
 	zipped, err := base64.StdEncoding.DecodeString(built)
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/erp-gateway/gateway/shared/erp"
 )
 
 // Limits bound an answer while it is encoded. Zero means no bound.
@@ -15,10 +17,9 @@ type Limits struct {
 	MaxBytes int
 }
 
-// The limit an answer reached; Encoder.Row returns them.
+// Encoder.Row returns erp.ErrTooManyRows or erp.ErrAnswerTooLarge past a
+// limit, born coded.
 var (
-	ErrTooManyRows = errors.New("record: more rows than the limit")
-	ErrTooLarge    = errors.New("record: answer larger than the limit")
 	// ErrSpill wraps what Spill.To returned.
 	ErrSpill = errors.New("record: the answer could not be handed on")
 )
@@ -91,11 +92,11 @@ func (e *Encoder) Rows() int { return e.rows }
 
 // Row encodes one row; vals[i] is column i's value (see Kind), nil for
 // NULL. It keeps nothing of vals, so the caller may reuse it and the values'
-// buffers. Past a limit it encodes nothing and returns ErrTooManyRows or
-// ErrTooLarge.
+// buffers. Past a limit it encodes nothing and returns erp.ErrTooManyRows or
+// erp.ErrAnswerTooLarge.
 func (e *Encoder) Row(vals []any) error {
 	if e.lim.MaxRows > 0 && e.rows >= e.lim.MaxRows {
-		return ErrTooManyRows
+		return erp.ErrTooManyRows
 	}
 	start := len(e.buf)
 	if e.rows > 0 {
@@ -114,7 +115,7 @@ func (e *Encoder) Row(vals []any) error {
 		}
 		if e.tooLarge(v) {
 			e.buf = e.buf[:start]
-			return ErrTooLarge
+			return erp.ErrAnswerTooLarge
 		}
 		e.buf = appendValue(e.buf, col.Kind, v)
 	}
@@ -123,7 +124,7 @@ func (e *Encoder) Row(vals []any) error {
 	// Room for the closing "]" and a suffix of a few bytes.
 	if e.lim.MaxBytes > 0 && len(e.buf)+e.extra+extra+8 > e.lim.MaxBytes {
 		e.buf = e.buf[:start]
-		return ErrTooLarge
+		return erp.ErrAnswerTooLarge
 	}
 	e.extra += extra
 	if e.rows == 0 && e.keepFirst {

@@ -7,6 +7,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/erp-gateway/gateway/shared/erp"
 )
 
 func TestEncoderValues(t *testing.T) {
@@ -83,10 +85,10 @@ func TestEncoderLimits(t *testing.T) {
 		fits    int // rows encoded before the limit
 		wantErr error
 	}{
-		{"rows", Limits{MaxRows: 3}, 3, ErrTooManyRows},
+		{"rows", Limits{MaxRows: 3}, 3, erp.ErrTooManyRows},
 		// Each row's escaped quotes and backslash grow again when written
 		// as a JSON string: counted as plain JSON text, five rows would fit.
-		{"bytes count the JSON string form", Limits{MaxBytes: 100}, 3, ErrTooLarge},
+		{"bytes count the JSON string form", Limits{MaxBytes: 100}, 3, erp.ErrAnswerTooLarge},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,8 +11,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/erp-gateway/gateway/shared/access"
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/erp"
+	"github.com/erp-gateway/gateway/shared/firebird"
+	"github.com/erp-gateway/gateway/shared/gateway"
+	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
 // The variables' names, for messages elsewhere that tell an operator which
@@ -97,35 +101,36 @@ type form struct {
 }
 
 // table is every setting, in the README's order, each bound to its field
-// of s. A function rather than a package-level table: the forms write into
-// the Settings being read. TestSettingsInREADME holds the README's table to
-// it, and lambdafn's TestSettingsDefaultsAreThePackagesOwn the defaults the
-// packages take for zero values to its defaults.
+// of s, its default the package's own (what it takes for a zero value). A
+// function rather than a package-level table: the forms write into the
+// Settings being read. TestSettingsInREADME holds the guide's table to it.
 func table(s *Settings) []setting {
 	return []setting{
-		{EnvClass, "TServiceRestInterface", text(&s.Class), "The interface-class path segment of every route."},
-		{EnvErrorPrefix, "[firebirdsql]", text(&s.ErrorPrefix), "The text before exception N in ex_execsql."},
-		{EnvDBTimeout, "10s", duration(&s.DBTimeout, 0), "The deadline of each database call."},
-		{EnvStmtMaxAge, "60s", duration(&s.StmtMaxAge, 0), "How often each pool checks whether a procedure or a grant changed: an altered procedure or a revoked grant is served within this time."},
-		{EnvConnMaxIdle, "240s", duration(&s.ConnMaxIdle, 0), "How long a connection may sit idle before it is pinged on its next use."},
-		{EnvMaxBody, "65536", size(&s.MaxBody, 0), "The largest request body."},
-		{EnvBatchMax, "100", count(&s.BatchMax), "The most calls a batch may hold."},
-		{EnvBatchBody, "1048576", size(&s.BatchBody, 0), "The largest body of a batch."},
-		{EnvBatchTimeout, "22s", duration(&s.BatchTimeout, 0), "The deadline of a whole batch, all its calls and its transaction."},
+		{EnvClass, gateway.DefaultClass, text(&s.Class), "The interface-class path segment of every route."},
+		{EnvErrorPrefix, gateway.DefaultErrorPrefix, text(&s.ErrorPrefix), "The text before exception N in ex_execsql."},
+		{EnvDBTimeout, short(gateway.DefaultTimeout), duration(&s.DBTimeout, 0), "The deadline of each database call."},
+		{EnvStmtMaxAge, short(firebird.DefaultStmtMaxAge), duration(&s.StmtMaxAge, 0), "How often each pool checks whether a procedure or a grant changed: an altered procedure or a revoked grant is served within this time."},
+		{EnvConnMaxIdle, short(firebird.DefaultConnMaxIdle), duration(&s.ConnMaxIdle, 0), "How long a connection may sit idle before it is pinged on its next use."},
+		{EnvMaxBody, strconv.Itoa(gateway.DefaultMaxBody), size(&s.MaxBody, 0), "The largest request body."},
+		{EnvBatchMax, strconv.Itoa(gateway.DefaultBatchMax), count(&s.BatchMax), "The most calls a batch may hold."},
+		{EnvBatchBody, strconv.Itoa(gateway.DefaultBatchBody), size(&s.BatchBody, 0), "The largest body of a batch."},
+		{EnvBatchTimeout, short(gateway.DefaultBatchTimeout), duration(&s.BatchTimeout, 0), "The deadline of a whole batch, all its calls and its transaction."},
 		{EnvCatalog, "", text(&s.Catalog), "A catalog file to serve instead of the built-in one."},
-		{EnvMaxAnswer, "6275072", size(&s.MaxAnswer, 6_275_072), "The largest answer sent whole, counted as Lambda counts it."},
+		// Lambda's response limit, less room for the status and headers:
+		// the default is the most.
+		{EnvMaxAnswer, strconv.Itoa(gateway.DefaultMaxAnswer), size(&s.MaxAnswer, gateway.DefaultMaxAnswer), "The largest answer sent whole, counted as Lambda counts it."},
 		{EnvResponseStreaming, "false", boolean(&s.ResponseStreaming), "Whether a Lambda's integration streams, and so its reads' answers may."},
-		{EnvStreamTimeout, "5m", duration(&s.StreamTimeout, 0), "The deadline of a read whose answer streams, from its start."},
+		{EnvStreamTimeout, short(gateway.DefaultStreamTimeout), duration(&s.StreamTimeout, 0), "The deadline of a read whose answer streams, from its start."},
 		{EnvLogLevel, "info", level(&s.LogLevel), "The local server's log level."},
 		{EnvSecretPrefix, "", text(&s.SecretPrefix), "Lambdas: an instance's secret id is this prefix and its name."},
 		{EnvSecretSuffix, "", text(&s.SecretSuffix), "Lambdas: appended to an instance's secret id; the template gives the reads' function /reader with ReadOnlyDatabaseUser."},
-		{EnvSecretTTL, "5m", duration(&s.SecretTTL, 0), "Lambdas: how long an instance document is cached."},
+		{EnvSecretTTL, short(tenants.DefaultTTL), duration(&s.SecretTTL, 0), "Lambdas: how long an instance document is cached."},
 		{EnvInstancesJSON, "", text(&s.InstancesJSON), "Lambdas, for sam local and tests: an instances file's content inline."},
 		{EnvAccessSecret, "", text(&s.AccessSecret), "Lambdas: the secret holding the access document."},
-		{EnvAccessRefresh, "5m", duration(&s.AccessRefresh, 0), "Lambdas: how often the access document is read again."},
-		{EnvAccessMaxAge, "1h", duration(&s.AccessMaxAge, 0), "Lambdas: tokens are refused once the last good read of the access document is older than this."},
+		{EnvAccessRefresh, short(access.DefaultEvery), duration(&s.AccessRefresh, 0), "Lambdas: how often the access document is read again."},
+		{EnvAccessMaxAge, short(access.DefaultMaxAge), duration(&s.AccessMaxAge, 0), "Lambdas: tokens are refused once the last good read of the access document is older than this."},
 		{EnvAccessJSON, "", text(&s.AccessJSON), "Lambdas, for sam local and tests: the access document inline."},
-		{EnvIdempotencyTTL, "24h", duration(&s.IdempotencyTTL, time.Minute), "How long an idempotency key is kept."},
+		{EnvIdempotencyTTL, short(gateway.DefaultKeyTTL), duration(&s.IdempotencyTTL, time.Minute), "How long an idempotency key is kept."},
 		{EnvMetricsNamespace, "ErpGateway", text(&s.MetricsNamespace), "Lambdas: the CloudWatch namespace of each request line's metrics."},
 		// The template sets it; without, Lambda's own level, then the
 		// local server's.
@@ -162,6 +167,56 @@ func Read(getenv func(string) string) (Settings, error) {
 			EnvAccessMaxAge, s.AccessMaxAge, EnvAccessRefresh, s.AccessRefresh)
 	}
 	return s, nil
+}
+
+// short writes a default duration as the guide shows it: 240s is 4m, 24h
+// no 24h0m0s.
+func short(d time.Duration) string {
+	switch {
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return d.String()
+}
+
+// Gateway is the handler's Config of the settings every entry point shares
+// (the guide, "Configuration"); what only some serve (OpenAPI, streaming,
+// metrics) each adds.
+func (s Settings) Gateway() gateway.Config {
+	return gateway.Config{
+		Class:         s.Class,
+		ErrorPrefix:   s.ErrorPrefix,
+		Timeout:       s.DBTimeout,
+		MaxBody:       int64(s.MaxBody),
+		BatchMax:      s.BatchMax,
+		BatchBody:     int64(s.BatchBody),
+		BatchTimeout:  s.BatchTimeout,
+		MaxAnswer:     s.MaxAnswer,
+		StreamTimeout: s.StreamTimeout,
+		KeyTTL:        s.IdempotencyTTL,
+	}
+}
+
+// Pools is the pools' Options of the settings, logging to log. A call's
+// deadline is the call's or the batch's: the longest bounds the age of
+// every transaction of ours (orphans, firebird.Options).
+func (s Settings) Pools(log *slog.Logger) firebird.Options {
+	return firebird.Options{StmtMaxAge: s.StmtMaxAge, ConnMaxIdle: s.ConnMaxIdle, LongestCall: max(s.DBTimeout, s.BatchTimeout), Log: log}
+}
+
+// LoadCatalog reads the catalog file of the setting, or returns the
+// specification's operations when it is unset.
+func (s Settings) LoadCatalog() (*catalog.Catalog, error) {
+	if s.Catalog == "" {
+		return catalog.Default(), nil
+	}
+	c, err := catalog.LoadFile(s.Catalog)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvCatalog, err)
+	}
+	return c, nil
 }
 
 // or is f read from the first of names that is set while its own variable

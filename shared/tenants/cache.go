@@ -1,6 +1,7 @@
 package tenants
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"time"
@@ -26,6 +27,16 @@ type CacheOptions struct {
 	MaxEntries   int           // names held at most; expired ones are swept first (10,000)
 }
 
+// Defaults of CacheOptions.
+const (
+	DefaultTTL          = 5 * time.Minute
+	DefaultNegativeTTL  = 30 * time.Second
+	DefaultStaleFor     = time.Hour
+	DefaultMinRefresh   = 10 * time.Second
+	DefaultFetchTimeout = 5 * time.Second
+	DefaultMaxEntries   = 10_000
+)
+
 // Cache keeps the documents of one execution environment. Concurrent
 // lookups of one name share one fetch. Cache is safe for concurrent use.
 type Cache struct {
@@ -35,19 +46,12 @@ type Cache struct {
 
 // NewCache caches fetcher's documents.
 func NewCache(fetcher Fetcher, opts CacheOptions) *Cache {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	def(&opts.TTL, 5*time.Minute)
-	def(&opts.NegativeTTL, 30*time.Second)
-	def(&opts.StaleFor, time.Hour)
-	def(&opts.MinRefresh, 10*time.Second)
-	def(&opts.FetchTimeout, 5*time.Second)
-	if opts.MaxEntries <= 0 {
-		opts.MaxEntries = 10_000
-	}
+	opts.TTL = cmp.Or(opts.TTL, DefaultTTL)
+	opts.NegativeTTL = cmp.Or(opts.NegativeTTL, DefaultNegativeTTL)
+	opts.StaleFor = cmp.Or(opts.StaleFor, DefaultStaleFor)
+	opts.MinRefresh = cmp.Or(opts.MinRefresh, DefaultMinRefresh)
+	opts.FetchTimeout = cmp.Or(opts.FetchTimeout, DefaultFetchTimeout)
+	opts.MaxEntries = cmp.Or(opts.MaxEntries, DefaultMaxEntries)
 	return &Cache{fetcher: fetcher, docs: cache.New[string, Instance](cache.Options{
 		TTL:         opts.TTL,
 		NegativeTTL: opts.NegativeTTL,

@@ -1,0 +1,236 @@
+package calls
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/erp"
+	"github.com/erp-gateway/gateway/shared/record"
+)
+
+// Sequence is one request's calls and how each went. A single call is a
+// sequence of one, answered alone; a batch is answered by an array.
+type Sequence struct {
+	Steps []Step
+	// Single: one call answered alone. A single read runs in the
+	// connection's read transaction; a batch of reads in a snapshot.
+	Single bool
+	// Execute: sent to execute, where a call the database refuses ends the
+	// sequence (rolled back); on executequery each read answers on its own.
+	Execute bool
+	// Dry: run everything, then roll back (Prefer: tx=rollback).
+	Dry bool
+	// MaxAnswer bounds a batch's whole answer, in bytes.
+	MaxAnswer int
+}
+
+// Step is one call of a sequence and how it went.
+type Step struct {
+	Call catalog.Call
+	// Out encodes the call's answer (a batch's keep their first row, for
+	// references: record.Encoder.KeepFirst).
+	Out *record.Encoder
+	// Refused is the database's refusal of the call; Missing what a
+	// reference did not find; Ran: it ran and succeeded; Started: it was
+	// sent to the database.
+	Refused      *erp.Exception
+	Missing      string
+	Ran, Started bool
+}
+
+// Writes reports whether any of the sequence's calls writes.
+func (q *Sequence) Writes() bool {
+	for _, st := range q.Steps {
+		if st.Call.Op.Endpoint == catalog.Execute {
+			return true
+		}
+	}
+	return false
+}
+
+// Mode is the transaction the sequence runs in: a single read the
+// connection's read transaction, any write one of its own, and reads
+// together a snapshot that is always rolled back, so a read procedure with
+// side effects writes nothing.
+func (q *Sequence) Mode() Mode {
+	switch {
+	case q.Writes():
+		return ReadWrite
+	case q.Single:
+		return ReadOnly
+	}
+	return Snapshot
+}
+
+// Keeper is what exactly-once (package idempotency) adds to a sequence that
+// writes: a key claimed first and the answer kept last, inside the
+// sequence's own transaction, so the key and the writes commit together or
+// not at all.
+type Keeper interface {
+	// Block is what the key adds to a single write's block (Tx.Write): the
+	// claim before the procedure, and the keeping when the block can.
+	Block() (name string, parts func(proc, readBack catalog.Procedure) Parts, extra []any)
+	// Claim claims the key by a statement of its own: a batch's, first.
+	Claim(ctx context.Context, tx Tx) error
+	// Keep keeps the answer before the commit, unless the block did (its
+	// hidden columns say; nil for a batch).
+	Keep(ctx context.Context, tx Tx, hidden []any) error
+	// Own reports err as the key's (its claim refused), not the call's.
+	Own(err error) bool
+}
+
+// Run runs q's calls in one transaction of store's; keeper, when not nil,
+// claims its key and keeps its answer in that transaction. It returns
+// ErrRollback, the steps saying why, when a write was refused, a reference
+// found nothing, or the sequence was a dry run; any other error is the
+// store's, the key's, or a call's over its limits, and nothing was
+// committed but for a commit whose outcome is unknown.
+func Run(ctx context.Context, store Store, t erp.Target, q *Sequence, keeper Keeper) error {
+	var out *record.Encoder
+	if q.Single {
+		out = q.Steps[0].Out // the store resets it before a retry
+	}
+	return store.Transact(ctx, t, q.Mode(), out, func(ctx context.Context, tx Tx) error {
+		return q.run(ctx, tx, keeper)
+	})
+}
+
+func (q *Sequence) run(ctx context.Context, tx Tx, keeper Keeper) error {
+	for i := range q.Steps { // a retried transaction starts over
+		st := &q.Steps[i]
+		st.Out.Reset()
+		st.Refused, st.Missing, st.Ran, st.Started = nil, "", false, false
+	}
+	single := q.Single && q.Writes()
+	if keeper != nil && !single {
+		if err := keeper.Claim(ctx, tx); err != nil {
+			return err
+		}
+	}
+	var hidden []any
+	size := 2 // a batch's brackets
+	for i := range q.Steps {
+		st := &q.Steps[i]
+		call, missing := resolve(st.Call, q.Steps)
+		if missing != "" {
+			st.Missing = missing
+			return ErrRollback
+		}
+		st.Started = true
+		var blockKeeper Keeper // the key rides in a single write's block
+		if single {
+			blockKeeper = keeper
+		}
+		var err error
+		hidden, err = step(ctx, tx, call, st.Out, blockKeeper)
+		var exc *erp.Exception
+		switch {
+		case err == nil:
+			st.Ran = true
+		case keeper != nil && keeper.Own(err):
+			return err
+		case !errors.As(err, &exc):
+			// The database out of reach or of time, an answer over its
+			// limits: the sequence's failure, not the call's answer.
+			if q.Single {
+				return err
+			}
+			return fmt.Errorf("call %d of the batch (%s): %w", i, call.Op.Clave, err)
+		default:
+			st.Refused = exc
+			if q.Execute {
+				return ErrRollback
+			}
+		}
+		if !q.Single {
+			if size += len(st.Out.Finish()) + 1; size > q.MaxAnswer {
+				return fmt.Errorf("the batch's answer: %w", erp.ErrAnswerTooLarge)
+			}
+		}
+	}
+	if q.Dry {
+		return ErrRollback
+	}
+	if keeper != nil {
+		return keeper.Keep(ctx, tx, hidden)
+	}
+	return nil
+}
+
+// step runs one call in tx; keeper adds its key to a single write's block.
+func step(ctx context.Context, tx Tx, call catalog.Call, out *record.Encoder, keeper Keeper) ([]any, error) {
+	op := call.Op
+	if op.Endpoint == catalog.ExecuteQuery {
+		return nil, tx.Read(ctx, op.Procedure, call.Args, out)
+	}
+	if keeper == nil {
+		return tx.Write(ctx, "write", WriteOf(call), nil, nil, out)
+	}
+	name, parts, extra := keeper.Block()
+	return tx.Write(ctx, name, WriteOf(call), parts, extra, out)
+}
+
+// resolve is call with its references filled in from the first rows of the
+// earlier steps' answers, or what a reference did not find.
+func resolve(call catalog.Call, steps []Step) (catalog.Call, string) {
+	if len(call.Refs) == 0 {
+		return call, ""
+	}
+	args := append([]any(nil), call.Args...)
+	for _, ref := range call.Refs {
+		from := steps[ref.From]
+		v, ok := from.Out.First(ref.Field)
+		if !ok || !from.Ran {
+			what := "no column " + ref.Field
+			if from.Out.Rows() == 0 || !from.Ran {
+				what = "no row"
+			}
+			return call, fmt.Sprintf("%s takes %s of the first row of call %d's answer, which has %s", call.Op.Params[ref.Param].Name, ref.Field, ref.From, what)
+		}
+		args[ref.Param] = v
+	}
+	call.Args = args
+	return call, ""
+}
+
+// Fingerprint identifies the sequence's request: its single call's, or a
+// batch's calls' in order.
+func (q *Sequence) Fingerprint() string {
+	if q.Single {
+		return q.Steps[0].Call.Fingerprint()
+	}
+	h := sha256.New()
+	for _, st := range q.Steps {
+		fmt.Fprintf(h, "%s\n", st.Call.Fingerprint())
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Failed is the step a batch failed at (a reference that found nothing, or
+// on execute the first refused call), -1 when none did.
+func (q *Sequence) Failed() int {
+	for i, st := range q.Steps {
+		if st.Missing != "" || q.Execute && st.Refused != nil {
+			return i
+		}
+	}
+	return -1
+}
+
+// Running names the call that was running when the sequence failed (started,
+// neither run nor refused); "" when none was.
+func (q *Sequence) Running() string {
+	for i := len(q.Steps) - 1; i >= 0; i-- {
+		if st := q.Steps[i]; st.Started && !st.Ran && st.Refused == nil {
+			if q.Single {
+				return "CLAVE " + st.Call.Op.Clave
+			}
+			return fmt.Sprintf("call %d, CLAVE %s", i, st.Call.Op.Clave)
+		}
+	}
+	return ""
+}
