@@ -182,25 +182,10 @@ func TestFunctionsServeAPIGatewayEvents(t *testing.T) {
 // frozenListener accepts connections and never answers, like a hung server.
 func frozenListener(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := fbtest.Hang()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	go func() {
-		var conns []net.Conn
-		defer func() {
-			for _, c := range conns {
-				c.Close()
-			}
-		}()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns = append(conns, c)
-		}
-	}()
 	return ln.Addr().(*net.TCPAddr).Port
 }

@@ -1,7 +1,9 @@
 package functions_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os/exec"
@@ -50,9 +52,11 @@ func TestExecuteBootstrapsSurviveKills(t *testing.T) {
 	var stop atomic.Bool
 	run := time.Now().UnixNano() % 1e8
 	codes := make([][]string, clients)
-	var sent, retried, yaExiste, replayed atomic.Int64
+	var yaExiste atomic.Int64
+	var tries fbtest.Retrying
 	var failures sync.Map
-	deadline := time.Now().Add(120 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
 	var wg sync.WaitGroup
 	for c := range clients {
 		wg.Add(1)
@@ -67,33 +71,25 @@ func TestExecuteBootstrapsSurviveKills(t *testing.T) {
 				ev.MultiValueHeaders = maps.Clone(base.MultiValueHeaders)
 				ev.Headers["Idempotency-Key"] = "key-" + code
 				ev.MultiValueHeaders["Idempotency-Key"] = []string{"key-" + code}
-				for attempt := 0; ; attempt++ {
-					if time.Now().After(deadline) {
-						failures.Store(code, "never got a final answer")
-						return
-					}
-					sent.Add(1)
-					if attempt > 0 {
-						retried.Add(1)
-					}
+				a, ok := tries.Until(ctx, fbtest.Final, func() fbtest.Answer {
 					// A killed environment never answers: as API Gateway
 					// would, the client gives up on it.
 					resp, answered := api.invokeWithin(ev, 8*time.Second)
-					if r := resp.MultiValueHeaders["Idempotent-Replayed"]; len(r) == 1 && r[0] == "true" {
-						replayed.Add(1)
+					if !answered {
+						return fbtest.Answer{Err: errors.New("no answer")}
 					}
-					switch {
-					case !answered, resp.StatusCode == 503, resp.StatusCode == 409:
-						time.Sleep(100 * time.Millisecond)
-						continue
-					case resp.StatusCode == 200 && strings.HasPrefix(resp.Body, `{"cod_error":0,"data":[{"CODIGO":"`+code+`"`):
-					case strings.Contains(resp.Body, "YA EXISTE"):
-						yaExiste.Add(1)
-						failures.Store(code, resp.Body)
-					default:
-						failures.Store(code, fmt.Sprintf("HTTP %d %s", resp.StatusCode, resp.Body))
-					}
-					break
+					return fbtest.Answer{Status: resp.StatusCode, Body: resp.Body, Header: resp.MultiValueHeaders}
+				})
+				switch {
+				case !ok:
+					failures.Store(code, "never got a final answer")
+					return
+				case a.Status == 200 && strings.HasPrefix(a.Body, `{"cod_error":0,"data":[{"CODIGO":"`+code+`"`):
+				case strings.Contains(a.Body, "YA EXISTE"):
+					yaExiste.Add(1)
+					failures.Store(code, a.Body)
+				default:
+					failures.Store(code, fmt.Sprintf("HTTP %d %s", a.Status, a.Body))
 				}
 			}
 		}()
@@ -129,8 +125,8 @@ func TestExecuteBootstrapsSurviveKills(t *testing.T) {
 	for _, cs := range codes {
 		writes += len(cs)
 	}
-	t.Logf("%d writes, %d invocations, %d of them sent again; %d replayed", writes, sent.Load(), retried.Load(), replayed.Load())
-	if retried.Load() == 0 {
+	t.Logf("%d writes, %d invocations, %d of them sent again; %d replayed", writes, tries.Sent.Load(), tries.Again.Load(), tries.Replayed.Load())
+	if tries.Again.Load() == 0 {
 		t.Error("no request was sent again: the faults missed the load")
 	}
 	fbtest.AfterLoad(t, admin)

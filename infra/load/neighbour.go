@@ -15,6 +15,7 @@ import (
 
 	"github.com/erp-gateway/gateway/shared/access"
 	"github.com/erp-gateway/gateway/shared/erp"
+	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
@@ -35,7 +36,7 @@ func neighbour(ctx context.Context, o options, d time.Duration, clients int) err
 	if err != nil {
 		return fmt.Errorf("instance %s: %w", o.instance, err)
 	}
-	hang, err := hangingEndpoint()
+	hang, err := fbtest.Hang()
 	if err != nil {
 		return err
 	}
@@ -195,29 +196,4 @@ func neighbourPhase(ctx context.Context, baseB, tokenB, baseA, tokenA string, cl
 		slices.Sort(l)
 	}
 	return t, nil
-}
-
-// hangingEndpoint accepts connections and never answers: a Firebird host
-// frozen, or a firewall that lets the handshake through and drops the rest.
-func hangingEndpoint() (net.Listener, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	go func() {
-		var conns []net.Conn
-		defer func() {
-			for _, c := range conns {
-				c.Close()
-			}
-		}()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns = append(conns, c)
-		}
-	}()
-	return ln, nil
 }

@@ -74,7 +74,8 @@ func TestKeyedWritesSurviveKills(t *testing.T) {
 	const clients, each = 8, 40
 	run := time.Now().UnixNano() % 1e8
 	codes := make([][]string, clients)
-	var sent, retried, yaExiste, unknown, replayed atomic.Int64
+	var yaExiste atomic.Int64
+	var tries fbtest.Retrying
 	var failures sync.Map
 	hc := &http.Client{Timeout: 10 * time.Second}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -91,34 +92,17 @@ func TestKeyedWritesSurviveKills(t *testing.T) {
 				if i%2 == 1 {
 					body, answered = fbtest.Document(code), `[{"cod_error":0,"data":[{"CODIGO":"`+code+`"`
 				}
-				for attempt := 0; ; attempt++ {
-					if ctx.Err() != nil {
-						failures.Store(code, "never got a final answer")
-						return
-					}
-					sent.Add(1)
-					if attempt > 0 {
-						retried.Add(1)
-					}
-					status, answer, header, err := postWithKey(ctx, hc, url, "key-"+code, body)
-					if strings.Contains(answer, `"cod_error":1204`) {
-						unknown.Add(1)
-					}
-					if header.Get("Idempotent-Replayed") == "true" {
-						replayed.Add(1)
-					}
-					switch {
-					case err != nil, status == 503, status == 409, status == 429:
-						time.Sleep(100 * time.Millisecond)
-						continue
-					case status == 200 && strings.HasPrefix(answer, answered) && !strings.Contains(answer, `"cod_error":15`):
-					case strings.Contains(answer, "YA EXISTE"):
-						yaExiste.Add(1)
-						failures.Store(code, answer)
-					default:
-						failures.Store(code, fmt.Sprintf("HTTP %d %s", status, answer))
-					}
-					break
+				a, ok := tries.Until(ctx, fbtest.Final, func() fbtest.Answer { return postWithKey(ctx, hc, url, "key-"+code, body) })
+				switch {
+				case !ok:
+					failures.Store(code, "never got a final answer")
+					return
+				case a.Status == 200 && strings.HasPrefix(a.Body, answered) && !strings.Contains(a.Body, `"cod_error":15`):
+				case strings.Contains(a.Body, "YA EXISTE"):
+					yaExiste.Add(1)
+					failures.Store(code, a.Body)
+				default:
+					failures.Store(code, fmt.Sprintf("HTTP %d %s", a.Status, a.Body))
 				}
 			}
 		}()
@@ -156,25 +140,25 @@ func TestKeyedWritesSurviveKills(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d writes, %d requests, %d of them sent again; %d answered 1204, %d replayed", clients*each, sent.Load(), retried.Load(), unknown.Load(), replayed.Load())
-	if retried.Load() == 0 {
+	t.Logf("%d writes, %d requests, %d of them sent again; %d answered 1204, %d replayed", clients*each, tries.Sent.Load(), tries.Again.Load(), tries.Unknown.Load(), tries.Replayed.Load())
+	if tries.Again.Load() == 0 {
 		t.Error("no request was sent again: the faults missed the load")
 	}
 	fbtest.AfterLoad(t, admin)
 }
 
-func postWithKey(ctx context.Context, hc *http.Client, url, key, body string) (int, string, http.Header, error) {
+func postWithKey(ctx context.Context, hc *http.Client, url, key, body string) fbtest.Answer {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
-		return 0, "", nil, err
+		return fbtest.Answer{Err: err}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", key)
 	resp, err := hc.Do(req)
 	if err != nil {
-		return 0, "", nil, err
+		return fbtest.Answer{Err: err}
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), resp.Header, err
+	return fbtest.Answer{Status: resp.StatusCode, Body: string(b), Header: resp.Header, Err: err}
 }

@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -148,7 +146,7 @@ func throughACut(t *testing.T, admin *sql.DB, link *fbtest.Link, n int, send fun
 	}
 	close(next)
 	var wg sync.WaitGroup
-	var tries atomic.Int64
+	var tries fbtest.Retrying
 	for range 4 {
 		wg.Go(func() {
 			for i := range next {
@@ -158,21 +156,16 @@ func throughACut(t *testing.T, admin *sql.DB, link *fbtest.Link, n int, send fun
 					time.AfterFunc(50*time.Millisecond, drop)
 				}
 				first := time.Now()
-				for {
-					tries.Add(1)
+				ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+				a, ok := tries.Until(ctx, func(a fbtest.Answer) bool {
+					return definitive(i, sent{status: a.Status, body: a.Body, header: a.Header})
+				}, func() fbtest.Answer {
 					s := send(i)
-					if definitive(i, s) {
-						break
-					}
-					if time.Since(first) > 45*time.Second {
-						t.Errorf("request %d: no definitive answer in 45 s; the last: %d %.300s", i, s.status, s.body)
-						break
-					}
-					wait := 100 * time.Millisecond
-					if ra, err := strconv.Atoi(s.header.Get("Retry-After")); err == nil {
-						wait = min(time.Duration(ra)*time.Second, time.Second)
-					}
-					time.Sleep(wait)
+					return fbtest.Answer{Status: s.status, Body: s.body, Header: s.header}
+				})
+				cancel()
+				if !ok {
+					t.Errorf("request %d: no definitive answer in 45 s; the last: %d %.300s", i, a.Status, a.Body)
 				}
 				mu.Lock()
 				run.slowest = max(run.slowest, time.Since(first))
@@ -184,8 +177,27 @@ func throughACut(t *testing.T, admin *sql.DB, link *fbtest.Link, n int, send fun
 	wg.Wait()
 	close(stop)
 	<-sampled
-	run.tries = int(tries.Load())
+	run.tries = int(tries.Sent.Load())
 	return run
+}
+
+// held fails t unless the run ended as a cut must: each request answered
+// within 20 s of its first try, no transaction of ours older than its bound
+// yet one orphaned (else the cut tested nothing), none left open soon after
+// the last answer, and the bystander untouched.
+func (run cutRun) held(t *testing.T, admin *sql.DB, by *bystander) {
+	t.Helper()
+	if run.slowest > 20*time.Second {
+		t.Errorf("the slowest request took %s from its first try, want at most 20 s", run.slowest)
+	}
+	if run.oldest > cutBound+time.Second {
+		t.Errorf("a transaction of ours lived %s, past its bound %s", run.oldest, cutBound)
+	}
+	if run.oldest < cutFor {
+		t.Errorf("the oldest transaction of ours seen was %s old: the cut orphaned none, and tested nothing", run.oldest)
+	}
+	settled(t, admin, run)
+	by.untouched(t, admin)
 }
 
 // settled fails t unless no transaction of the gateway that could hold
@@ -266,17 +278,7 @@ func TestKeyedDocumentsThroughACutLink(t *testing.T) {
 			t.Errorf("document %d: %d orders and %d lines, want 1 and 2", i, orders, lines)
 		}
 	}
-	if got.slowest > 20*time.Second {
-		t.Errorf("the slowest document took %s from its first try, want at most 20 s", got.slowest)
-	}
-	if got.oldest > cutBound+time.Second {
-		t.Errorf("a transaction of ours lived %s, past its bound %s", got.oldest, cutBound)
-	}
-	if got.oldest < cutFor {
-		t.Errorf("the oldest transaction of ours seen was %s old: the cut orphaned none, and tested nothing", got.oldest)
-	}
-	settled(t, admin, got)
-	by.untouched(t, admin)
+	got.held(t, admin, by)
 }
 
 // TestUnkeyedWritesThroughACutLink: the same cut under 60 Set_Terceros
@@ -301,17 +303,7 @@ func TestUnkeyedWritesThroughACutLink(t *testing.T) {
 			t.Errorf("third party %s: %d rows, want 1", code(i), c)
 		}
 	}
-	if got.slowest > 20*time.Second {
-		t.Errorf("the slowest write took %s from its first try, want at most 20 s", got.slowest)
-	}
-	if got.oldest > cutBound+time.Second {
-		t.Errorf("a transaction of ours lived %s, past its bound %s", got.oldest, cutBound)
-	}
-	if got.oldest < cutFor {
-		t.Errorf("the oldest transaction of ours seen was %s old: the cut orphaned none, and tested nothing", got.oldest)
-	}
-	settled(t, admin, got)
-	by.untouched(t, admin)
+	got.held(t, admin, by)
 }
 
 // TestALiveKeyIsNeverTaken: a key held by a live request of another
