@@ -31,20 +31,20 @@ export FB_TEST_READER_PASSWORD ?= reader-demo
 .DEFAULT_GOAL := help
 help:
 	@echo "make run | make test | make serve ADDR=host:port INSTANCES=file ACCESS=file [BASE_PATH=/erp] | make bench | make lint"
-	@echo "make roundtrips | make coldstart | make load | make fuzz [FUZZTIME=30s] | make build [CATALOG=file] | make deploy | make local-api | make token INSTANCE=name [SIGNING_KEY=file] [READ_ONLY=1] [CLAVES=a,b] [EXPIRES=YYYY-MM-DD|never] | make token-key [ID=id] | make demo-reset   (README.md)"
-	@echo "make openapi | make check | make doctor | make catalog-from-db | make idempotency-sql [USER=GATEWAY] | make kept INSTANCE=name KEY=key   (README.md, \"The catalog\")"
+	@echo "make roundtrips | make coldstart | make load | make fuzz [FUZZTIME=30s] | make build [CATALOG=file] | make deploy | make local-api | make token INSTANCE=name [SIGNING_KEY=file] [READ_ONLY=1] [CLAVES=a,b] [EXPIRES=YYYY-MM-DD|never] | make token-key [ID=id] | make demo-reset   (infra/README.md)"
+	@echo "make openapi | make check | make doctor | make catalog-from-db | make idempotency-sql [USER=GATEWAY] | make kept INSTANCE=name KEY=key   (infra/docs/catalog.md)"
 
 # Mint a bearer token for INSTANCE with a signing key: a file (SIGNING_KEY,
 # the demo's by default) or, with SIGNING_KEY_SECRET=id, a secret the
 # functions cannot read. READ_ONLY=1, CLAVES=a,b (checked against
 # CATALOG=file, else the built-in catalog) and EXPIRES=YYYY-MM-DD limit the
-# token (a year when not given; EXPIRES=never for none; README, "Tokens").
+# token (a year when not given; EXPIRES=never for none; infra/docs/configuration.md, "Tokens").
 token:
 	@$(call TOOL,minttoken) -instance '$(INSTANCE)' $(if $(SIGNING_KEY_SECRET),-signing-key-secret '$(SIGNING_KEY_SECRET)',-signing-key '$(or $(SIGNING_KEY),$(DEMO_SIGNING_KEY))') \
 		$(if $(READ_ONLY),-read-only) $(if $(CLAVES),-claves '$(CLAVES)') $(if $(EXPIRES),-expires '$(EXPIRES)') $(if $(TOOLS_CATALOG),-catalog '$(TOOLS_CATALOG)')
 
 # A new signing key, ID=its id (a date, say), and the public key the access
-# document holds for it (rotation, README "Tokens").
+# document holds for it (rotation: infra/docs/configuration.md, "Tokens").
 token-key:
 	@$(call TOOL,minttoken) -new-key '$(or $(ID),$(shell date +%Y-%m))'
 
@@ -53,7 +53,7 @@ token-key:
 # The Lambda binaries: linux/arm64, static, no RPC shim, stripped. CATALOG=file
 # (make build, sam build) builds that catalog into both, gzipped and base64'd
 # into a string (an argument may hold 128 KiB: about 1 MB of catalog); without
-# it they serve the specification's four operations (README, "The catalog").
+# it they serve the specification's four operations (infra/docs/catalog.md, "The catalog").
 LAMBDA_BUILD = GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -buildvcs=false \
 	-ldflags='-s -w $(if $(CATALOG),-X main.catalogB64=$(shell gzip -9c < $(CATALOG) | base64 | tr -d '\n'))'
 
@@ -97,7 +97,7 @@ openapi: demo-db
 	@echo "wrote infra/openapi.json"
 
 # Hold a deployment to infra/openapi.json and the original's conventions
-# (README, "Contract check"). On the demo instance the reads below are
+# (infra/docs/catalog.md, "Contract check"). On the demo instance the reads below are
 # checked; elsewhere give FOUND and MISSING (CLAVE:FIELD=VALUE,...), or only
 # the refusals are. WRITE=CODE adds a Set_Terceros round trip.
 DEMO_FOUND := Get_Referencias:CODIGO=REF0001 Get_Terceros:CODIGO=800000000 Get_Gestion_Primario:TIPO=FV,PREFIJO=FE,NUMERO=1000 Get_Inventario_Precio:FECHA_CORTE_=22.11.2026,REFERENCIA_=REF0003
@@ -109,13 +109,13 @@ check:
 	  $(foreach m,$(or $(MISSING),$(if $(CHECK_DEMO),$(DEMO_MISSING))),-missing '$(m)') $(if $(WRITE),-write $(WRITE))
 
 # The idempotency keys' table and its grants, for a DBA to run with isql on an
-# instance's database (README, "Writes that are safe to retry"); USER= names
+# instance's database (infra/docs/answers.md, "Keeping idempotency keys"); USER= names
 # the gateway's Firebird user (GATEWAY), not the shell's.
 idempotency-sql:
 	@$(call TOOL,catalog) idempotency-sql -user '$(if $(filter command line,$(origin USER)),$(USER),GATEWAY)'
 
 # The answers kept under an Idempotency-Key, as the client got them (JSON),
-# for a DBA: make kept INSTANCE=name KEY=key (README, "Writes that are safe to retry").
+# for a DBA: make kept INSTANCE=name KEY=key (infra/docs/answers.md, "Keeping idempotency keys").
 kept:
 	@$(call TOOL,catalog) kept -instances $(INSTANCES) -instance '$(or $(INSTANCE),demo)' -key '$(KEY)'
 
@@ -153,7 +153,7 @@ bench: test-db
 	  END {if (n) printf "%s: keyed / unkeyed write = %.2fx time, %.2fx Firebird CPU (mean of %d runs, keyed and unkeyed alternating)\n", w, t/n, c/n, n}' bin/bench.txt; done
 
 # Round trips per operation, through a proxy that stands in for the WAN and
-# counts them, for the gateway and the raw driver (README, "Round trips").
+# counts them, for the gateway and the raw driver (infra/docs/internals.md, "Round trips").
 roundtrips: test-db
 	@FB_TEST_SYSDBA_PASSWORD=$$($(FB) sysdba) go test -count=1 -run '^TestRoundTrips$$' -v ./shared/gateway/ | sed -n 's/^ *roundtrips_test.go:[0-9]*: //p'
 
@@ -167,7 +167,7 @@ fuzz: test-db
 	done
 
 # The executequery bootstrap's first answer and warm median against a floor
-# Lambda's, under the emulated Runtime API, 5 rounds (README, "Cold start").
+# Lambda's, under the emulated Runtime API, 5 rounds (infra/docs/internals.md, "Cold start").
 coldstart: test-db
 	@FB_TEST_SYSDBA_PASSWORD=$$($(FB) sysdba) go test -run '^$$' -bench '^BenchmarkColdStart$$' -benchtime 5x -v ./functions/ | grep -E '"msg":"started"|^BenchmarkColdStart' | sed 's/^ *coldstart_test.go:[0-9]*: //'
 
@@ -180,8 +180,8 @@ load: demo-db
 	@go build -o bin/localserver ./infra/localserver
 	@export FB_SYSDBA_PASSWORD=$$($(FB) sysdba); $(call TOOL,load) -duration $(or $(DURATION),12s) -mixed $(or $(MIXED),5000)
 
-# One customer's Firebird hangs: what does another customer see? (README,
-# "Measurements").
+# One customer's Firebird hangs: what does another customer see?
+# (infra/docs/internals.md, "Noisy neighbours"; infra/docs/measurements.md).
 load-neighbour: demo-db
 	@go build -o bin/localserver ./infra/localserver
 	@$(call TOOL,load) -neighbour $(or $(DURATION),30s)
@@ -221,7 +221,7 @@ build-ExecuteQueryHookFunction build-ExecuteHookFunction: check-catalog
 # earlier build with another catalog. make local-api builds elsewhere
 # (LOCAL_BUILD), so not even a plain sam deploy can pick up its demo catalog.
 # The stack's parameters keep their values; PARAMS='Name=Value ...' changes
-# those it names (README, "Parameters").
+# those it names (infra/docs/operating.md, "Parameters").
 DEPLOY_BUILD := .aws-sam/build
 LOCAL_BUILD := .aws-sam/local
 deploy:
@@ -237,7 +237,8 @@ deploy:
 	echo sam deploy --template-file $(DEPLOY_BUILD)/template.yaml $(if $(PARAMS)$(HOOK_INSTANCE),--parameter-overrides $(PARAMS) $(if $(HOOK_INSTANCE),PreTrafficInstance=$(HOOK_INSTANCE) PreTrafficToken=…)); \
 	sam deploy --template-file $(DEPLOY_BUILD)/template.yaml $(if $(PARAMS)$(HOOK_INSTANCE),--parameter-overrides $(PARAMS) $(if $(HOOK_INSTANCE),PreTrafficInstance=$(HOOK_INSTANCE) PreTrafficToken=$$token))
 
-# Needs Docker and the demo database (make demo-db); see README.
+# Needs Docker and the demo database (make demo-db); see infra/docs/operating.md,
+# "Running the Lambdas locally".
 local-api:
 	CATALOG=$(or $(CATALOG),infra/catalog.demo.json) sam build --build-dir $(LOCAL_BUILD)
 	sam local start-api --template $(LOCAL_BUILD)/template.yaml --env-vars infra/env.json --port 3001

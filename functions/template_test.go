@@ -286,8 +286,9 @@ func TestTemplateEnvironmentIsWhatTheBinariesRead(t *testing.T) {
 }
 
 // TestTemplateAccessLogIsTheReadmes: the access log is one JSON object a
-// line of $context variables, its fields the ones the README lists, and its
-// requestId the X-Request-Id the handler answers with.
+// line of $context variables, its fields the ones the guide lists
+// (infra/docs/operating.md, Logs), and its requestId the X-Request-Id the
+// handler answers with.
 func TestTemplateAccessLogIsTheReadmes(t *testing.T) {
 	s := translate(t, map[string]string{})[0]
 	format, _ := tplAt(s.resources, "ApiStage", "Properties", "AccessLogSetting", "Format").(string)
@@ -301,7 +302,7 @@ func TestTemplateAccessLogIsTheReadmes(t *testing.T) {
 		}
 	}
 	tplSame(t, "requestId", fields["requestId"], "$context.requestId")
-	readme, err := os.ReadFile("../infra/README.md")
+	readme, err := os.ReadFile("../infra/docs/operating.md")
 	if err != nil {
 		t.Fatal(err)
 	}

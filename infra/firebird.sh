@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Firebird on Debian for local use, tests and CI (see FIELD-NOTES on why the
-# server is started by hand: no init system runs here).
+# Firebird on Debian for local use, tests and CI. The server is started by hand
+# (fbguard as the firebird user): the machines this runs on have no init system
+# to start the service the package installs.
 #   infra/firebird.sh up              install if missing, start if not running
 #   infra/firebird.sh createdb FILE KIND CHARSET   (re)create a demo ERP database
 #        KIND is demo or other; FILE is a name under $FB_DATA

@@ -1,6 +1,5 @@
 // Command pretraffic is the CodeDeploy pre-traffic hook of both functions: it
-// checks a new version before it takes traffic (shared/pretraffic; README,
-// "Operating"). Its wiring lives here rather than in lambdafn so that the
+// checks a new version before it takes traffic (shared/pretraffic; infra/docs/operating.md#operating). Its wiring lives here rather than in lambdafn so that the
 // functions' binaries do not carry the Lambda and CodeDeploy clients.
 package main
 

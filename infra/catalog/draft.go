@@ -16,7 +16,7 @@ func draft(procs []catalog.Procedure) (catalog.File, []string) {
 	for _, p := range procs {
 		byName[p.Name] = p
 	}
-	doc := catalog.File{Comment: "Drafted by make catalog-from-db from RDB$PROCEDURE_PARAMETERS: review every entry (README, 'The catalog')."}
+	doc := catalog.File{Comment: "Drafted by make catalog-from-db from RDB$PROCEDURE_PARAMETERS: review every entry (infra/docs/catalog.md#the-catalog)."}
 	notes := []string{"CLAVE names are guessed from the procedures' names; use the ones the clients send"}
 	seen := map[string]bool{}
 	for _, p := range procs {

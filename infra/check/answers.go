@@ -205,7 +205,7 @@ func (k *checker) writeRoundTrip(ctx context.Context) {
 	}
 	keyed := true
 	if err == nil && status == erp.CodeKeyNotEnabled.Status() && json.Unmarshal(answer, &refusal) == nil && refusal.CodError == erp.CodeKeyNotEnabled {
-		k.report("Set_Terceros: Idempotency-Key refused (the instance does not keep keys; README, \"Writes that are safe to retry\")", nil)
+		k.report("Set_Terceros: Idempotency-Key refused (the instance does not keep keys; README.md#writes-that-are-safe-to-retry)", nil)
 		keyed = false
 		status, answer, err = k.post(ctx, "execute", body, k.c.token)
 	}

@@ -53,7 +53,7 @@ func run(addr, instancesPath, accessPath, basePath string, readTimeout time.Dura
 	cfg := s.Gateway()
 	cfg.OpenAPI = true
 	cfg.BasePath = basePath
-	// Chunked: a read's answer of any size streams (README, "Large answers").
+	// Chunked: a read's answer of any size streams (infra/docs/answers.md#large-answers).
 	cfg.StreamAbove = gateway.DefaultStreamAbove
 	cat, err := s.LoadCatalog()
 	if err != nil {

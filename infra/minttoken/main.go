@@ -1,6 +1,6 @@
 // Command minttoken mints a bearer token for one instance with a signing
 // key, or makes a new signing key and the public key the access document
-// holds for it (README, "Tokens"). The token is shown once and stored
+// holds for it (infra/docs/configuration.md#tokens). The token is shown once and stored
 // nowhere; its id is what revokes it.
 package main
 

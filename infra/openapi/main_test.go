@@ -24,7 +24,7 @@ const (
 )
 
 func testOptions() options {
-	return options{catalog: "../catalog.demo.json", readme: "../../README.md,../../infra/README.md", class: "TServiceRestInterface", server: "http://127.0.0.1:3000"}
+	return options{catalog: "../catalog.demo.json", readme: "../../README.md,../../infra/docs/catalog.md", class: "TServiceRestInterface", server: "http://127.0.0.1:3000"}
 }
 
 func generated(t *testing.T) []byte {

@@ -88,8 +88,7 @@ COMMIT;
 
 /* The price list: each demo reference's price from 1 January 2026, and a new
    price from 1 July 2026 for a few. Then generated references up to
-   20,000 in all, for the bulk read Get_Inventario_Precio (README,
-   "Measurements"). */
+   20,000 in all, for the bulk read Get_Inventario_Precio (infra/docs/measurements.md). */
 INSERT INTO LISTA_PRECIOS (CODIGO, FECHA, PRECIO) SELECT CODIGO, DATE '2026-01-01', PRECIO FROM REFERENCIAS;
 INSERT INTO LISTA_PRECIOS (CODIGO, FECHA, PRECIO)
   SELECT CODIGO, DATE '2026-07-01', PRECIO * 1.05 FROM REFERENCIAS WHERE CODIGO IN ('REF0003', 'REF0006', 'REF0009', 'REF0012', 'REF0015');

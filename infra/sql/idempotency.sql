@@ -1,4 +1,4 @@
--- The ERP gateway's idempotency keys (README, "Writes that are safe to retry").
+-- The ERP gateway's idempotency keys (README.md#writes-that-are-safe-to-retry).
 -- Run once with isql as the database's owner or SYSDBA, then set
 -- "idempotency": true in the instance's document.
 CREATE TABLE GATEWAY_IDEMPOTENCY (

@@ -408,9 +408,9 @@ GRANT EXECUTE ON PROCEDURE REST_INSERT_PEDIDO TO GATEWAY;
 GRANT EXECUTE ON PROCEDURE REST_INSERT_PEDIDO_LINEA TO GATEWAY;
 GRANT EXECUTE ON PROCEDURE REST_SELECT_PEDIDO TO GATEWAY;
 /* The gateway cancels attachments of its own that a cut link left behind,
-   holding their transactions and locks (operator's guide, "Cut links"). */
+   holding their transactions and locks (infra/docs/internals.md#cut-links). */
 GRANT DELETE ON MON$ATTACHMENTS TO USER GATEWAY;
-/* The reads' own user (operator's guide, "A user for reads"): the read
+/* The reads' own user (infra/docs/configuration.md#a-user-for-reads): the read
    procedures and the read-backs, nothing that writes. */
 GRANT EXECUTE ON PROCEDURE REST_SELECT_REFERENCIA TO GATEWAY_READER;
 GRANT EXECUTE ON PROCEDURE REST_SELECT_TERCEROS TO GATEWAY_READER;

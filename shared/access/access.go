@@ -57,7 +57,7 @@ var (
 	errInvalid = errors.New("not a token of this document's keys for this instance")
 )
 
-// Document is the access document (README, "Tokens"): the public keys
+// Document is the access document (infra/docs/configuration.md#tokens): the public keys
 // tokens are checked with. It is safe for concurrent use: nothing changes
 // it after Parse.
 type Document struct {

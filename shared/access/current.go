@@ -58,7 +58,7 @@ const (
 // a rotation reaches running environments without a deploy. A read that
 // fails keeps the document in force until Options.MaxAge; a read that finds
 // a malformed document refuses every token at once, as a new environment
-// that reads it does (README, "Tokens"). Current is safe for concurrent use.
+// that reads it does (infra/docs/configuration.md#tokens). Current is safe for concurrent use.
 type Current struct {
 	load Load
 	o    Options
@@ -72,7 +72,7 @@ type Current struct {
 }
 
 // verified remembers what verifying a signature (about 55 µs of CPU,
-// README "Tokens") found, for one document: an integrator's next requests
+// infra/docs/configuration.md#tokens) found, for one document: an integrator's next requests
 // with its token cost a map lookup. Only tokens that verified are kept, so
 // strangers add nothing; a new document (a key removed) starts afresh, and
 // at maxVerified tokens it is emptied rather than ranked.

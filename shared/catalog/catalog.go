@@ -2,8 +2,8 @@
 // exist, which stored procedure each runs with which parameters, and the
 // validation every request passes before it reaches a database.
 //
-// It imports nothing of the project and no driver, so it can be read and
-// tested alone.
+// Of the project it imports only erp (the codes its refusals carry) and no
+// driver, so it can be read and tested alone.
 package catalog
 
 import (
@@ -26,7 +26,7 @@ const (
 // procedure.
 type Kind string
 
-// The kinds of parameter (README, "The catalog").
+// The kinds of parameter (infra/docs/catalog.md#the-catalog).
 const (
 	Text    Kind = "text"    // a JSON string, passed as it is
 	Date    Kind = "date"    // a JSON string in the parameter's Format, passed as a DATE

@@ -60,7 +60,7 @@ func (p DBParam) String() string {
 }
 
 // Encodable reports whether the gateway has a JSON encoding for the type
-// (README, "Value encoding").
+// (infra/docs/answers.md#value-encoding).
 func (p DBParam) Encodable() bool {
 	switch p.Type {
 	case "SMALLINT", "INTEGER", "BIGINT", "NUMERIC", "DECIMAL", "CHAR", "VARCHAR", "DATE", "TIME",

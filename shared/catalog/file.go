@@ -38,7 +38,7 @@ func DefaultOperations() []Operation {
 	return ops
 }
 
-// LoadFile reads a catalog file (README, "The catalog"). Its errors name the
+// LoadFile reads a catalog file (infra/docs/catalog.md#the-catalog). Its errors name the
 // file, the entry and the field.
 func LoadFile(path string) (*Catalog, error) {
 	data, err := os.ReadFile(path)

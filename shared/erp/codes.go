@@ -16,7 +16,7 @@ import (
 // the database's own refusal (the original service's behaviour).
 type Code int
 
-// The codes are part of the public interface (README, "Error codes"): never
+// The codes are part of the public interface (README.md#error-codes): never
 // renumber one. Each has its entry in codes below.
 const (
 	CodeOK             Code = 0

@@ -12,7 +12,7 @@ import (
 )
 
 // Connection is how to reach one instance's database: the connection part of the
-// instance document (README, "The instance document").
+// instance document (infra/docs/configuration.md#the-instance-document).
 type Connection struct {
 	Host     string `json:"host"`
 	Port     int    `json:"port,omitempty"`

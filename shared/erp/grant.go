@@ -50,7 +50,7 @@ func (l Limits) Allow(clave string, write bool) *Error {
 }
 
 // Unauthorized is the one refusal of a request whose credentials do not
-// open the instance, for whatever reason (README, "Tokens"): a caller must
+// open the instance, for whatever reason (infra/docs/configuration.md#tokens): a caller must
 // not learn which instance names exist or why a token failed.
 func Unauthorized() *Error {
 	return &Error{Code: CodeUnauthorized, Message: "missing or invalid credentials for this instance: send Authorization: Bearer <token>"}

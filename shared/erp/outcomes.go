@@ -123,8 +123,7 @@ func DuplicateOf(err error) string {
 	return ""
 }
 
-// Key is an Idempotency-Key a write is kept under (README, "Writes that are
-// safe to retry").
+// Key is an Idempotency-Key a write is kept under (README.md#writes-that-are-safe-to-retry).
 type Key struct {
 	// Scope is whose key it is (the caller's token id): two integrators'
 	// keys never meet.

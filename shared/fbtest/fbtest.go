@@ -325,7 +325,7 @@ func CheckList(t testing.TB, body []byte, n int) {
 
 // ListCatalog is a catalog file serving REST_TEST_LISTA (CreateList) as
 // Get_Lista, and as Get_Lista_50000 with that max_rows, for a binary's
-// catalog setting (README, "Configuration").
+// catalog setting (infra/docs/configuration.md#configuration).
 func ListCatalog(t testing.TB) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "catalog.json")
@@ -362,13 +362,18 @@ func DocumentRows(t testing.TB, admin *sql.DB, code string) (orders, lines int) 
 		scalar(t, admin, `SELECT COUNT(*) FROM PEDIDOS_LINEAS l JOIN PEDIDOS p ON p.NUMERO = l.NUMERO WHERE p.TERCERO = ?`, code)
 }
 
-// Docs is the README and the operator's guide, in that order, whose
-// examples tests replay; root is the path to the repository's top.
+// Docs is the README and the operator's guide, whose examples tests replay,
+// in a fixed order: README.md, the guide's index (infra/README.md), then its
+// pages (infra/docs/*.md) by name; root is the path to the repository's top.
 func Docs(t testing.TB, root string) []byte {
 	t.Helper()
+	pages, err := filepath.Glob(filepath.Join(root, "infra", "docs", "*.md"))
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("no pages of the guide under %s (%v)", filepath.Join(root, "infra", "docs"), err)
+	}
 	var docs []byte
-	for _, f := range []string{"README.md", filepath.Join("infra", "README.md")} {
-		data, err := os.ReadFile(filepath.Join(root, f))
+	for _, f := range append([]string{filepath.Join(root, "README.md"), filepath.Join(root, "infra", "README.md")}, pages...) {
+		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}

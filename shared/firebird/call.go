@@ -208,7 +208,7 @@ func (cur *pool) once(ctx context.Context, use func(*conn) error) error {
 // transaction nor garbage collection, and each statement in it sees what is
 // committed when it starts. Keeping it saves a begin and a commit, two of
 // the four round trips of a read, and about a quarter of the server's CPU
-// per read (README, "Measurements").
+// per read (infra/docs/measurements.md).
 //
 // Writes end the read transaction, then run in a READ COMMITTED WAIT
 // transaction of their own, committed or rolled back before call returns.

@@ -62,7 +62,7 @@ func (s *Session) failed(ctx context.Context, query string, err error) error {
 
 // Exec runs a statement that returns no rows. It goes the driver's query
 // way: Exec asks the server for the count of rows affected afterwards, one
-// more round trip of the few a write costs (README, "Measurements"), for a
+// more round trip of the few a write costs (infra/docs/measurements.md), for a
 // count nothing here reads.
 func (s *Session) Exec(ctx context.Context, query string, args []any) error {
 	rows, err := s.open(ctx, query, args)

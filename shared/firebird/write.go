@@ -13,7 +13,7 @@ import (
 
 // A write runs its procedure and its read-back in one statement, an
 // EXECUTE BLOCK (Session.block): on its own each would cost a round trip,
-// and every round trip crosses a WAN (README, "Round trips").
+// and every round trip crosses a WAN (infra/docs/internals.md#round-trips).
 
 // procedures are the write's procedures, as signatures names them.
 func procedures(w calls.Write) []string {

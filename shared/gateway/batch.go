@@ -12,7 +12,7 @@ import (
 
 // A batch is a JSON array of ordinary requests, run in one transaction and
 // answered by an array with one element per call, each in the single
-// call's shape (README, "Batches"). On execute its calls run in order in
+// call's shape (README.md#batches). On execute its calls run in order in
 // one read-write transaction, committed only when every one succeeded; on
 // executequery they are reads in one snapshot, each answering on its own.
 

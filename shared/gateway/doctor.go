@@ -155,7 +155,7 @@ func (h *Handler) openAPI(r *http.Request, t erp.Target) outcome {
 }
 
 // health connects to the instance's database and compares the catalog with
-// it (README, "Health"): afresh, since an operator asks it after changing the
+// it (infra/docs/catalog.md#the-doctor-and-the-health-check): afresh, since an operator asks it after changing the
 // database; a read-only document's user, with the reads alone.
 func (h *Handler) health(ctx context.Context, c caller) outcome {
 	t, keys, grant := c.target, c.keys, c.grant

@@ -1,6 +1,6 @@
 package gateway_test
 
-// Being a good guest in the customer's database (README, "Connections"):
+// Being a good guest in the customer's database (infra/docs/internals.md#connections):
 // transactions that end, statements prepared once, deadlines that hold.
 
 import (

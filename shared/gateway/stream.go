@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// Streaming defaults (README, "Large answers").
+// Streaming defaults (infra/docs/answers.md#large-answers).
 const (
 	// DefaultStreamAbove: a read's answer that passes this many bytes is
 	// sent as it is fetched. Below it, an answer is sent whole, with its

@@ -11,7 +11,7 @@ import (
 // A keyed write claims its key, runs its procedure, reads back and keeps
 // the answer (kept.go) in the write's own block (the store's write block): the
 // claim and the keeping on their own would cost round trips the write
-// without a key does not make (README, "Measurements").
+// without a key does not make (infra/docs/measurements.md).
 
 // write is what a keyed write runs.
 type write struct {

@@ -17,7 +17,7 @@ import (
 // the read-back's values in text, when every column's values have a text
 // the server writes and the driver's value can be told from exactly: the
 // answer then costs no statement of its own after the block, a round trip
-// of the few a write makes (README, "Measurements"). Answers with other
+// of the few a write makes (infra/docs/measurements.md). Answers with other
 // columns (floating point, BLOB, time zones, binary or untyped text), or
 // too long for ANSWER, are kept as their JSON by a statement of their own.
 //

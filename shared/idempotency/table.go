@@ -1,5 +1,4 @@
-// Package idempotency runs writes under Idempotency-Keys (README, "Writes
-// that are safe to retry"): it claims a key, runs the write, keeps its
+// Package idempotency runs writes under Idempotency-Keys (README.md#writes-that-are-safe-to-retry): it claims a key, runs the write, keeps its
 // answer and replays it, in the instance's own database, over the
 // transactions and statements of package calls. The key and the
 // write commit together or not at all.
@@ -30,7 +29,7 @@ func Table() catalog.Table {
 // of user (the gateway's Firebird user, or its role). The gateway never
 // runs DDL itself.
 func TableSQL(user string) string {
-	return strings.NewReplacer("{table}", KeyTable, "{user}", user).Replace(`-- The ERP gateway's idempotency keys (README, "Writes that are safe to retry").
+	return strings.NewReplacer("{table}", KeyTable, "{user}", user).Replace(`-- The ERP gateway's idempotency keys (README.md#writes-that-are-safe-to-retry).
 -- Run once with isql as the database's owner or SYSDBA, then set
 -- "idempotency": true in the instance's document.
 CREATE TABLE {table} (

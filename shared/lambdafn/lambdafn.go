@@ -47,7 +47,7 @@ type Function struct {
 }
 
 // New builds the function serving endpoint from the environment getenv reads
-// (README, "Configuration"). builtCatalog is the catalog make build wrote
+// (infra/docs/configuration.md#configuration). builtCatalog is the catalog make build wrote
 // into the binary, its JSON gzipped and base64'd, or empty. Call New once per
 // execution environment, not per event.
 func New(ctx context.Context, endpoint catalog.Endpoint, builtCatalog string, getenv func(string) string, log *slog.Logger) (*Function, error) {
@@ -62,7 +62,7 @@ func New(ctx context.Context, endpoint catalog.Endpoint, builtCatalog string, ge
 // level of the log New writes to.
 func build(ctx context.Context, endpoint catalog.Endpoint, builtCatalog string, s settings.Settings, log *slog.Logger) (*Function, error) {
 	// What each part of the start costs is told once, for the cold start's
-	// breakdown (README, "Cold start").
+	// breakdown (infra/docs/internals.md#cold-start).
 	began := time.Now()
 	took := func() float64 {
 		now := time.Now()
@@ -147,7 +147,7 @@ func lazyAWS(ctx context.Context) func() (*secretsmanager.Client, error) {
 	})
 }
 
-// accessSource reads the access document (README, "Tokens") once now, and
+// accessSource reads the access document (infra/docs/configuration.md#tokens) once now, and
 // again every refresh from Secrets Manager; tokens are refused once the last
 // good read is older than its maximum age.
 func accessSource(ctx context.Context, s settings.Settings, sm func() (*secretsmanager.Client, error), log *slog.Logger) (*access.Current, error) {

@@ -90,7 +90,7 @@ func Document(in Input) ([]byte, error) {
 			}},
 		}},
 		kv{"Refusal", obj{
-			{"description", "A request the gateway refused before or instead of running it; the codes are in the README, \"Error codes\"."},
+			{"description", "A request the gateway refused before or instead of running it; the codes are in the README.md#error-codes."},
 			{"type", "object"}, {"required", []string{"cod_error", "ex_execsql"}}, {"additionalProperties", false},
 			{"properties", obj{{"cod_error", obj{{"type", "integer"}, {"minimum", erp.Codes()[1].Code} /* the table is in order, success first */}}, {"ex_execsql", obj{{"type", "string"}}},
 				{"index", obj{{"type", "integer"}, {"minimum", 0}, {"description", "A batch refused before it ran: the call (from 0) the refusal is about, also named in ex_execsql."}}}}},
@@ -132,7 +132,7 @@ func Document(in Input) ([]byte, error) {
 		{"security", []obj{{{"bearer", []string{}}}}},
 		{"paths", paths},
 		{"components", obj{
-			{"securitySchemes", obj{{"bearer", obj{{"type", "http"}, {"scheme", "bearer"}, {"description", "The instance's token, minted by its operator with make token (README, \"Tokens\"). A token may be limited to reads (READ_ONLY=1), to a list of CLAVEs (CLAVES=...) and to a last day (EXPIRES=YYYY-MM-DD): a request outside its limits gets 403 with cod_error 1107 naming the CLAVE, an expired token 401 with 1106. The operator revokes one token by its id (revoked_tokens of the instance document), or every token of a key by removing the key."}}}}},
+			{"securitySchemes", obj{{"bearer", obj{{"type", "http"}, {"scheme", "bearer"}, {"description", "The instance's token, minted by its operator with make token (README.md#tokens). A token may be limited to reads (READ_ONLY=1), to a list of CLAVEs (CLAVES=...) and to a last day (EXPIRES=YYYY-MM-DD): a request outside its limits gets 403 with cod_error 1107 naming the CLAVE, an expired token 401 with 1106. The operator revokes one token by its id (revoked_tokens of the instance document), or every token of a key by removing the key."}}}}},
 			{"schemas", schemas},
 			{"headers", headers()},
 			{"responses", routingResponses()},
@@ -192,7 +192,7 @@ func operation(in Input, endpoint catalog.Endpoint, ops obj) (op, request obj) {
 		batchCalls = "writes and reads, in order, in one transaction committed only when every call succeeded"
 	}
 	batch := obj{{"type", "array"}, {"minItems", 1}, {"maxItems", in.BatchMax},
-		{"description", "A batch (README, \"Batches\"): " + batchCalls + ". A parameter's value may be {\"$from\": i, \"$field\": \"NAME\"}: column NAME of the first row of call i's answer (i from 0, an earlier call)."},
+		{"description", "A batch (README.md#batches): " + batchCalls + ". A parameter's value may be {\"$from\": i, \"$field\": \"NAME\"}: column NAME of the first row of call i's answer (i from 0, an earlier call)."},
 		{"items", obj{{"oneOf", requests}, {"discriminator", obj{{"propertyName", "CLAVE"}, {"mapping", mapping}}}}}}
 	request = obj{{"oneOf", []obj{single, batch}}}
 	reqMedia := obj{{"schema", ref(requestName(endpoint))}}
@@ -206,7 +206,7 @@ func operation(in Input, endpoint catalog.Endpoint, ops obj) (op, request obj) {
 	if endpoint == catalog.Execute {
 		summary, scope = "Run a write operation (an executable procedure, answered by its read-back or its outputs)", scope|erp.ScopeWrite
 		params = append(params, obj{{"name", "Idempotency-Key"}, {"in", "header"}, {"required", false},
-			{"description", "Makes the write safe to retry: the same key with the same request answers the first answer, byte for byte, and writes nothing again (README, \"Writes that are safe to retry\"). Only on instances that keep keys."},
+			{"description", "Makes the write safe to retry: the same key with the same request answers the first answer, byte for byte, and writes nothing again (README.md#writes-that-are-safe-to-retry). Only on instances that keep keys."},
 			{"schema", obj{{"type", "string"}, {"minLength", 1}, {"maxLength", erp.MaxKeyLength}, {"pattern", `^[\x20-\x7e]+$`}}}})
 		params = append(params, obj{{"name", "Prefer"}, {"in", "header"}, {"required", false},
 			{"description", "tx=rollback (RFC 7240): a dry run. Everything runs and answers as it would, then is rolled back; numbers a generator handed out are used up, so they differ from a real run's. Refused with an Idempotency-Key (1405)."},

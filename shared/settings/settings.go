@@ -1,5 +1,5 @@
 // Package settings reads the environment variables every binary is
-// configured with (README, "Configuration") from one table, so that each is
+// configured with (infra/docs/configuration.md#configuration) from one table, so that each is
 // named, defaulted, parsed and described once, and a wrong value is refused
 // at start with the variable's name and the form it wants.
 package settings
@@ -182,7 +182,7 @@ func short(d time.Duration) string {
 }
 
 // Gateway is the handler's Config of the settings every entry point shares
-// (the guide, "Configuration"); what only some serve (OpenAPI, streaming,
+// (infra/docs/configuration.md#configuration); what only some serve (OpenAPI, streaming,
 // metrics) each adds.
 func (s Settings) Gateway() gateway.Config {
 	return gateway.Config{

@@ -10,16 +10,17 @@ import (
 	"time"
 )
 
-// TestSettingsInREADME: the README's table of variables has a row for every
-// setting, with its default, and none for a variable no binary reads.
+// TestSettingsInREADME: the guide's table of variables (infra/docs/configuration.md)
+// has a row for every setting, with its default, and none for a variable no
+// binary reads.
 func TestSettingsInREADME(t *testing.T) {
-	readme, err := os.ReadFile("../../infra/README.md")
+	readme, err := os.ReadFile("../../infra/docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	section := regexp.MustCompile(`(?s)\n## Configuration\n.*?\n\| variable \| default \| meaning \|\n\|---\|---\|---\|\n(.*?)\n\n`).FindSubmatch(readme)
 	if section == nil {
-		t.Fatal(`infra/README.md's "## Configuration" has no table of variables`)
+		t.Fatal(`infra/docs/configuration.md's "## Configuration" has no table of variables`)
 	}
 	documented := map[string]string{}
 	for _, line := range strings.Split(string(section[1]), "\n") {

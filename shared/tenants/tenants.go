@@ -15,18 +15,17 @@ import (
 	"github.com/erp-gateway/gateway/shared/erp"
 )
 
-// Instance is the instance document (README, "The instance document").
+// Instance is the instance document (infra/docs/configuration.md#the-instance-document).
 type Instance struct {
 	erp.Connection
 	// RevokedTokens lists the ids of tokens minted for this instance that
-	// no longer open it (README, "Tokens").
+	// no longer open it (infra/docs/configuration.md#tokens).
 	RevokedTokens []string `json:"revoked_tokens,omitempty"`
 	// Idempotency: the instance's database has the idempotency keys' table
 	// (make idempotency-sql), so writes may carry an Idempotency-Key.
 	Idempotency bool `json:"idempotency,omitempty"`
 	// ReadOnly: the document's user may only read, the reads' own user of a
-	// deployment that keeps one apart (the operator's guide, "A user for
-	// reads"): its health check and the doctor hold it to the reads, and
+	// deployment that keeps one apart (infra/docs/configuration.md#a-user-for-reads): its health check and the doctor hold it to the reads, and
 	// warn of each write it could run.
 	ReadOnly bool `json:"read_only,omitempty"`
 }
@@ -76,10 +75,10 @@ func retired(data []byte) error {
 		return nil // the decoder below says what is wrong
 	}
 	if _, ok := fields["tokens"]; ok {
-		return errors.New(`"tokens" (token hashes) is retired: tokens are now signed with the access document's keys; mint new ones with make token and drop "tokens" (README, "Tokens")`)
+		return errors.New(`"tokens" (token hashes) is retired: tokens are now signed with the access document's keys; mint new ones with make token and drop "tokens" (infra/docs/configuration.md#tokens)`)
 	}
 	if _, ok := fields["allow_anonymous"]; ok {
-		return errors.New(`"allow_anonymous" moved to the access document's "anonymous" list (README, "Tokens")`)
+		return errors.New(`"allow_anonymous" moved to the access document's "anonymous" list (infra/docs/configuration.md#tokens)`)
 	}
 	return nil
 }
