@@ -170,8 +170,6 @@ func (cur *pool) run(ctx context.Context, opts Options, mode calls.Mode, at *ato
 				c.broken = true // database/sql closes it, and hands out another
 				return errRetired
 			}
-			before := c.wire.Trips()
-			defer func() { tally.AddN(ctx, tally.RoundTrips, c.wire.Trips()-before) }()
 			return c.call(ctx, opts, mode, at, checked)
 		})
 		if !errors.Is(err, errRetired) {
@@ -183,7 +181,8 @@ func (cur *pool) run(ctx context.Context, opts Options, mode calls.Mode, at *ato
 // errRetired: the connection taken may no longer serve; another is taken.
 var errRetired = errors.New("firebird: connection retired")
 
-// once runs use on one connection of the pool.
+// once runs use on one connection of the pool, and counts its round trips,
+// the connection's attachment included when use is its first.
 func (cur *pool) once(ctx context.Context, use func(*conn) error) error {
 	sc, err := cur.db.Conn(ctx)
 	if err != nil {
@@ -195,6 +194,7 @@ func (cur *pool) once(ctx context.Context, use func(*conn) error) error {
 		if !ok {
 			return fmt.Errorf("firebird: pool connection of type %T", dc)
 		}
+		defer func() { tally.AddN(ctx, tally.RoundTrips, c.newTrips()) }()
 		return use(c)
 	})
 }

@@ -2,21 +2,21 @@ package firebird
 
 import (
 	"context"
-	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/tally"
+	"github.com/nakagami/firebirdsql"
 )
 
 // connector opens the driver's connections wrapped in *conn, so that each one
 // carries the statements prepared on it. database/sql stays the pool: it caps
 // and recycles connections and hands one to each call.
 type connector struct {
-	driver  driver.DriverContext
 	cfg     erp.Connection
 	bound   time.Duration // the attachments' orphan bound (orphans.go)
 	maxStmt int
@@ -25,22 +25,12 @@ type connector struct {
 
 // newConnector returns a connector to cfg's database whose attachments carry
 // bound in their marker, and hands abandon the id of each given up with its
-// wire in an unknown state. database/sql knows the driver only by its
-// registered name, so a DB that never dials hands the driver over.
+// wire in an unknown state.
 func newConnector(cfg erp.Connection, bound time.Duration, maxStmt int, abandon func(id string)) (*connector, error) {
-	probe, err := sql.Open("firebirdsql", DSN(cfg))
-	if err != nil {
+	if _, err := firebirdsql.NewConnector(DSN(cfg), nil); err != nil {
 		return nil, err
 	}
-	defer probe.Close()
-	dc, ok := probe.Driver().(driver.DriverContext)
-	if !ok {
-		return nil, fmt.Errorf("the firebirdsql driver has no connector")
-	}
-	if _, err := dc.OpenConnector(DSN(cfg)); err != nil {
-		return nil, err
-	}
-	return &connector{driver: dc, cfg: cfg, bound: bound, maxStmt: maxStmt, abandon: abandon}, nil
+	return &connector{cfg: cfg, bound: bound, maxStmt: maxStmt, abandon: abandon}, nil
 }
 
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -48,9 +38,14 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	// password) costs the server work too.
 	tally.Add(ctx, tally.ConnectionOpens)
 	// Each attachment's marker names it (orphans.go): its connector is
-	// its own.
+	// its own, and so is its socket, dialed here to count its round trips.
 	id := newConnID()
-	inner, err := c.driver.OpenConnector(attachDSN(c.cfg, c.bound, id))
+	var w *wire
+	inner, err := firebirdsql.NewConnector(attachDSN(c.cfg, c.bound, id), func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var err error
+		w, err = dial(ctx, network, addr)
+		return w, err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -58,10 +53,20 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &conn{inner: dc, id: id, abandon: c.abandon, wire: countTrips(dc), stmts: make(map[string]*stmt), blocks: make(map[string]block), reads: make(map[string]*readPlan), max: c.maxStmt, used: time.Now()}, nil
+	if w == nil {
+		dc.Close()
+		return nil, errors.New("firebird: the driver did not dial through the gateway's dialer")
+	}
+	return &conn{inner: dc, id: id, abandon: c.abandon, wire: w, stmts: make(map[string]*stmt), blocks: make(map[string]block), reads: make(map[string]*readPlan), max: c.maxStmt, used: time.Now()}, nil
 }
 
-func (c *connector) Driver() driver.Driver { return c.driver.(driver.Driver) }
+func (c *connector) Driver() driver.Driver { return errNoDriver{} }
+
+// errNoDriver completes driver.Connector: database/sql opens connections
+// only through Connect.
+type errNoDriver struct{}
+
+func (errNoDriver) Open(string) (driver.Conn, error) { return nil, errNotThroughDatabaseSQL }
 
 // The driver's connection offers all of these; conn relies on them.
 type driverConn interface {
@@ -80,7 +85,8 @@ type conn struct {
 	// connection is closed with its wire in an unknown state.
 	id      string
 	abandon func(id string)
-	wire    *wire // nil when the driver's round trips cannot be counted
+	wire    *wire // its socket
+	counted int64 // its round trips counted so far (newTrips)
 	stmts   map[string]*stmt
 	max     int
 	used    time.Time // end of the last call
@@ -131,33 +137,28 @@ var errNotThroughDatabaseSQL = errors.New("firebird: statements run through Pool
 // 10 s teardown timeout, so a long-lived connection or a silent network would
 // hold the caller for seconds to hours. Every transaction of ours has ended
 // by then; the server frees the attachment when the socket closes, as it does
-// when Lambda discards an execution environment. A connection closed with its
-// wire in an unknown state may be one the network cut off, which the server
-// never hears closed: its id goes to abandon, and the next call to its
-// database cancels it (orphans.go).
+// when Lambda discards an execution environment. The driver's own Close then
+// fails at once on the closed socket. A connection closed with its wire in an
+// unknown state may be one the network cut off, which the server never hears
+// closed: its id goes to abandon, and the next call to its database cancels
+// it (orphans.go).
 func (c *conn) Close() error {
-	lost := c.broken
-	if fc, ok := c.inner.(driverConn); ok && fc.IsValid() {
-		// A ping given closePing cannot be answered in time across any
-		// real link: it leaves the wire marked out of step, and the
-		// driver's Close then only drops the socket. A server near and
-		// quick enough to answer it is one the polite close costs little.
-		ctx, cancel := context.WithTimeout(context.Background(), closePing)
-		_ = fc.Ping(ctx)
-		cancel()
-	} else {
-		lost = true
-	}
-	err := c.inner.Close()
+	lost := !c.IsValid()
+	c.wire.Close()  //nolint:errcheck // closing is the point; the driver's Close reports
+	c.inner.Close() //nolint:errcheck // it fails on the closed socket, as meant
 	if lost && c.abandon != nil {
 		c.abandon(c.id)
 	}
-	return err
+	return nil
 }
 
-// closePing bounds the ping Close sends to turn the driver's polite close
-// into a dropped socket.
-const closePing = time.Millisecond
+// newTrips is the round trips made on the connection since it was last
+// asked, its attachment's for the first ask.
+func (c *conn) newTrips() int64 {
+	n := c.wire.Trips()
+	defer func() { c.counted = n }()
+	return n - c.counted
+}
 
 // statement returns the connection's prepared statement for query,
 // preparing it on first use. It must run inside a transaction of the

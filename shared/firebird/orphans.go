@@ -246,8 +246,6 @@ func (p *Pools) huntOnce(ctx context.Context, t erp.Target, abandoned []string) 
 	var at atomic.Int32
 	err = guard(ctx, func() error {
 		return cur.once(ctx, func(c *conn) error {
-			before := c.wire.Trips()
-			defer func() { tally.AddN(ctx, tally.RoundTrips, c.wire.Trips()-before) }()
 			return c.call(ctx, p.opts, calls.NoWait, &at, func(ctx context.Context, tx calls.Tx) error {
 				return tx.Each(ctx, huntSQL, []any{strings.Join(abandoned, " ")}, func(v []any) error {
 					var o Orphan

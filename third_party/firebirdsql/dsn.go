@@ -36,6 +36,9 @@ type firebirdDsn struct {
 	user    string
 	passwd  string
 	options map[string]string
+	// dial opens the connection to the server (NewConnector); nil is
+	// net.Dialer's.
+	dial DialFunc
 }
 
 var ErrDsnUserUnknown = errors.New("User unknown")

@@ -157,11 +157,20 @@ func newWireProtocol(addr string, timezone string, charset string) (*wireProtoco
 }
 
 func newWireProtocolContext(ctx context.Context, addr string, timezone string, charset string) (*wireProtocol, error) {
+	return dialWireProtocol(ctx, nil, addr, timezone, charset)
+}
+
+// dialWireProtocol is newWireProtocolContext over the connection dial opens
+// (net.Dialer's when nil).
+func dialWireProtocol(ctx context.Context, dial DialFunc, addr string, timezone string, charset string) (*wireProtocol, error) {
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
 	p := new(wireProtocol)
 	p.buf = make([]byte, 0, BUFFER_LEN)
 
 	p.addr = addr
-	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", p.addr)
+	conn, err := dial(ctx, "tcp", p.addr)
 	if err != nil {
 		return nil, err
 	}
