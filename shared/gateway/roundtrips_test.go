@@ -124,13 +124,18 @@ func TestRoundTrips(t *testing.T) {
 			t.Fatal(err)
 		}
 	}, false)
+	// A prepare in a transaction begun (the connection's first statement
+	// begins it).
+	if _, err := conn.ExecContext(ctx, "SELECT 1 FROM RDB$DATABASE"); err != nil {
+		t.Fatal(err)
+	}
+	var st *sql.Stmt
 	prepare := per(1, func(int) {
-		st, err := conn.PrepareContext(ctx, "SELECT * FROM REST_SELECT_REFERENCIA(?)")
-		if err != nil {
+		if st, err = conn.PrepareContext(ctx, "SELECT * FROM REST_SELECT_REFERENCIA(?)"); err != nil {
 			t.Fatal(err)
 		}
-		st.Close()
 	}, false)
+	st.Close()
 	conn.Close()
 	raw.SetMaxIdleConns(0) // the first read below connects again
 	raw.SetMaxIdleConns(1)

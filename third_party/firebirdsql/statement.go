@@ -417,9 +417,18 @@ func newFirebirdsqlStmt(fc *firebirdsqlConn, query string) (stmt *firebirdsqlStm
 		return
 	}
 
-	stmt.stmtType, stmt.resultXsqlda, err = stmt.fc.wp.parse_xsqlda(buf, stmt.stmtHandle)
+	var bind []xSQLVAR
+	stmt.stmtType, stmt.resultXsqlda, bind, err = stmt.fc.wp.parse_xsqlda(buf, stmt.stmtHandle)
 	if err != nil {
 		return nil, err
+	}
+	if bind != nil {
+		// The parameters' description came with the prepare: the first
+		// execute need not ask for it (ensureInputXsqlda).
+		stmt.inputXsqlda = bind
+		if err = resolveArrayMeta(fc, stmt.inputXsqlda); err != nil {
+			return nil, err
+		}
 	}
 
 	stmt.blr = calcBlr(stmt.resultXsqlda)

@@ -61,6 +61,14 @@ const (
 	// opFetchResponse caps its pre-allocation hint at this value; a well-behaved
 	// server never returns more rows than the driver asked for.
 	fetchRowBatchSize = 400
+
+	// describeBufferLen is the answer a prepare, or a describe's
+	// continuation, asks for: the statement's type and both its
+	// descriptions. Firebird's own client asks for the most the protocol
+	// carries (MAX_USHORT): a wide statement's description then comes in
+	// the prepare's one round trip, where BUFFER_LEN took a continuation for
+	// every 20 or so columns.
+	describeBufferLen = 65535
 )
 
 func _INFO_SQL_SELECT_DESCRIBE_VARS() []byte {
@@ -804,6 +812,14 @@ func (p *wireProtocol) _parse_connect_response(user string, password string, opt
 // is bounds-checked) rather than rejected, so a newer server that adds an item
 // type this driver predates doesn't break every describe response.
 func (p *wireProtocol) _parse_select_items(buf []byte, xsqlda []xSQLVAR) (int, error) {
+	next, _, err := p.describeItems(buf, xsqlda)
+	return next, err
+}
+
+// describeItems is _parse_select_items that also says where the items ended:
+// at the end of buf, at isc_info_end, or where a bind description begins
+// (a prepare asks for both descriptions: opPrepareStatement).
+func (p *wireProtocol) describeItems(buf []byte, xsqlda []xSQLVAR) (next int, end int, err error) {
 	index := 0
 	// requireIndex guards the xsqlda[index-1] writes: only items that index into
 	// xsqlda call it, so an unrecognized item can be skipped even before any
@@ -817,11 +833,11 @@ func (p *wireProtocol) _parse_select_items(buf []byte, xsqlda []xSQLVAR) (int, e
 	i := 0
 	for i < len(buf) {
 		item := int(buf[i])
-		if item == isc_info_end {
-			break
+		if item == isc_info_end || item == isc_info_sql_bind {
+			return -1, i, nil
 		}
 		if item == isc_info_truncated {
-			return index, nil // caller issues a continuation request
+			return index, i, nil // caller issues a continuation request
 		}
 		if item == isc_info_sql_describe_end {
 			i++
@@ -829,13 +845,13 @@ func (p *wireProtocol) _parse_select_items(buf []byte, xsqlda []xSQLVAR) (int, e
 		}
 		i++
 		if i+2 > len(buf) {
-			return -1, fmt.Errorf("firebirdsql: truncated describe-vars item 0x%02x", item)
+			return -1, i, fmt.Errorf("firebirdsql: truncated describe-vars item 0x%02x", item)
 		}
 		// USHORT on the wire: read unsigned so it can never present as negative.
 		ln := int(bytes_to_uint16(buf[i : i+2]))
 		i += 2
 		if i+ln > len(buf) {
-			return -1, fmt.Errorf("firebirdsql: invalid describe-vars length %d for item 0x%02x", ln, item)
+			return -1, i, fmt.Errorf("firebirdsql: invalid describe-vars length %d for item 0x%02x", ln, item)
 		}
 		payload := buf[i : i+ln]
 		i += ln
@@ -843,18 +859,18 @@ func (p *wireProtocol) _parse_select_items(buf []byte, xsqlda []xSQLVAR) (int, e
 		switch item {
 		case isc_info_sql_sqlda_seq:
 			if ln < 4 {
-				return -1, fmt.Errorf("firebirdsql: short sqlda_seq payload (%d bytes)", ln)
+				return -1, i, fmt.Errorf("firebirdsql: short sqlda_seq payload (%d bytes)", ln)
 			}
 			index = int(bytes_to_int32(payload))
 			if index < 1 || index > len(xsqlda) {
-				return -1, fmt.Errorf("firebirdsql: sqlda_seq %d out of range [1,%d]", index, len(xsqlda))
+				return -1, i, fmt.Errorf("firebirdsql: sqlda_seq %d out of range [1,%d]", index, len(xsqlda))
 			}
 		case isc_info_sql_type:
 			if err := requireIndex(item); err != nil {
-				return -1, err
+				return -1, i, err
 			}
 			if ln < 4 {
-				return -1, fmt.Errorf("firebirdsql: short sql_type payload (%d bytes)", ln)
+				return -1, i, fmt.Errorf("firebirdsql: short sql_type payload (%d bytes)", ln)
 			}
 			sqltype := int(bytes_to_int32(payload))
 			if sqltype%2 != 0 {
@@ -863,69 +879,72 @@ func (p *wireProtocol) _parse_select_items(buf []byte, xsqlda []xSQLVAR) (int, e
 			xsqlda[index-1].sqltype = sqltype
 		case isc_info_sql_sub_type:
 			if err := requireIndex(item); err != nil {
-				return -1, err
+				return -1, i, err
 			}
 			if ln < 4 {
-				return -1, fmt.Errorf("firebirdsql: short sub_type payload (%d bytes)", ln)
+				return -1, i, fmt.Errorf("firebirdsql: short sub_type payload (%d bytes)", ln)
 			}
 			xsqlda[index-1].sqlsubtype = int(bytes_to_int32(payload))
 		case isc_info_sql_scale:
 			if err := requireIndex(item); err != nil {
-				return -1, err
+				return -1, i, err
 			}
 			if ln < 4 {
-				return -1, fmt.Errorf("firebirdsql: short scale payload (%d bytes)", ln)
+				return -1, i, fmt.Errorf("firebirdsql: short scale payload (%d bytes)", ln)
 			}
 			xsqlda[index-1].sqlscale = int(bytes_to_int32(payload))
 		case isc_info_sql_length:
 			if err := requireIndex(item); err != nil {
-				return -1, err
+				return -1, i, err
 			}
 			if ln < 4 {
-				return -1, fmt.Errorf("firebirdsql: short length payload (%d bytes)", ln)
+				return -1, i, fmt.Errorf("firebirdsql: short length payload (%d bytes)", ln)
 			}
 			// the length defined in buffer depends on character length of charset
 			xsqlda[index-1].sqllen = int(bytes_to_int32(payload))
 		case isc_info_sql_null_ind:
 			if err := requireIndex(item); err != nil {
-				return -1, err
+				return -1, i, err
 			}
 			if ln < 4 {
-				return -1, fmt.Errorf("firebirdsql: short null_ind payload (%d bytes)", ln)
+				return -1, i, fmt.Errorf("firebirdsql: short null_ind payload (%d bytes)", ln)
 			}
 			xsqlda[index-1].null_ok = bytes_to_int32(payload) != 0
 		case isc_info_sql_field:
 			if err := requireIndex(item); err != nil {
-				return -1, err
+				return -1, i, err
 			}
 			xsqlda[index-1].fieldname = bytes_to_str(payload)
 		case isc_info_sql_relation:
 			if err := requireIndex(item); err != nil {
-				return -1, err
+				return -1, i, err
 			}
 			xsqlda[index-1].relname = bytes_to_str(payload)
 		case isc_info_sql_owner:
 			if err := requireIndex(item); err != nil {
-				return -1, err
+				return -1, i, err
 			}
 			xsqlda[index-1].ownname = bytes_to_str(payload)
 		case isc_info_sql_alias:
 			if err := requireIndex(item); err != nil {
-				return -1, err
+				return -1, i, err
 			}
 			xsqlda[index-1].aliasname = bytes_to_str(payload)
 		default:
 			// Unknown item: payload already bounds-checked and skipped above; nothing to do.
 		}
 	}
-	return -1, nil
+	return -1, i, nil
 }
 
-func (p *wireProtocol) parse_xsqlda(buf []byte, stmtHandle int32) (int32, []xSQLVAR, error) {
-	var ln, col_len, next_index int
+// parse_xsqlda reads a prepare's answer: the statement's type, its columns'
+// description and, when the answer holds it whole, its parameters' (bind,
+// nil otherwise: ensureInputXsqlda asks for it on the first execute).
+func (p *wireProtocol) parse_xsqlda(buf []byte, stmtHandle int32) (int32, []xSQLVAR, []xSQLVAR, error) {
+	var ln, col_len, next_index, n int
 	var err error
 	var stmt_type int32
-	var xsqlda []xSQLVAR
+	var xsqlda, bind []xSQLVAR
 	i := 0
 
 	for i < len(buf) {
@@ -939,30 +958,37 @@ func (p *wireProtocol) parse_xsqlda(buf []byte, stmtHandle int32) (int32, []xSQL
 			ln = int(bytes_to_uint16(buf[i : i+2]))
 			i += 2
 			if ln < 4 || i+ln > len(buf) {
-				return stmt_type, nil, fmt.Errorf("firebirdsql: invalid sql_stmt_type payload length %d", ln)
+				return stmt_type, nil, nil, fmt.Errorf("firebirdsql: invalid sql_stmt_type payload length %d", ln)
 			}
 			stmt_type = int32(bytes_to_int32(buf[i : i+ln]))
 			i += ln
 		} else if i+2 <= len(buf) && buf[i] == byte(isc_info_sql_select) && buf[i+1] == byte(isc_info_sql_describe_vars) {
 			i += 2
 			if i+2 > len(buf) {
-				return stmt_type, nil, fmt.Errorf("firebirdsql: truncated select describe-vars length")
+				return stmt_type, nil, nil, fmt.Errorf("firebirdsql: truncated select describe-vars length")
 			}
 			ln = int(bytes_to_uint16(buf[i : i+2]))
 			i += 2
 			if ln < 4 || i+ln > len(buf) {
-				return stmt_type, nil, fmt.Errorf("firebirdsql: invalid select describe column-count length %d", ln)
+				return stmt_type, nil, nil, fmt.Errorf("firebirdsql: invalid select describe column-count length %d", ln)
 			}
 			col_len = int(bytes_to_int32(buf[i : i+ln]))
 			// col_len drives an allocation; apply the same bound _fetchBindXsqlda uses.
 			if col_len < 0 || col_len > 65535 {
-				return stmt_type, nil, fmt.Errorf("firebirdsql: invalid select describe column count %d", col_len)
+				return stmt_type, nil, nil, fmt.Errorf("firebirdsql: invalid select describe column count %d", col_len)
 			}
 			xsqlda = make([]xSQLVAR, col_len)
-			next_index, err = p._parse_select_items(buf[i+ln:], xsqlda)
+			i += ln
+			next_index, n, err = p.describeItems(buf[i:], xsqlda)
 			if err != nil {
-				return stmt_type, nil, err
+				return stmt_type, nil, nil, err
 			}
+			i += n
+			if next_index < 0 {
+				continue
+			}
+			// Truncated: the rest of the columns come in continuations,
+			// and the bind description is asked for on the first execute.
 			for next_index > 0 { // more describe vars
 				if err = p.opInfoSql(stmtHandle,
 					bytes.Join([][]byte{
@@ -970,30 +996,56 @@ func (p *wireProtocol) parse_xsqlda(buf []byte, stmtHandle int32) (int32, []xSQL
 						int16_to_bytes(int16(next_index)),
 						_INFO_SQL_SELECT_DESCRIBE_VARS(),
 					}, nil)); err != nil {
-					return stmt_type, nil, err
+					return stmt_type, nil, nil, err
 				}
-				_, _, buf, err = p.opResponse()
+				_, _, buf, err := p.opResponse()
 				if err != nil {
-					return stmt_type, nil, err
+					return stmt_type, nil, nil, err
 				}
 				if len(buf) < 4 {
-					return stmt_type, nil, fmt.Errorf("firebirdsql: short select describe continuation (%d bytes)", len(buf))
+					return stmt_type, nil, nil, fmt.Errorf("firebirdsql: short select describe continuation (%d bytes)", len(buf))
 				}
 				ln = int(bytes_to_int16(buf[2:4]))
 				if ln < 0 || 4+ln >= len(buf) {
-					return stmt_type, nil, fmt.Errorf("firebirdsql: invalid select describe continuation length")
+					return stmt_type, nil, nil, fmt.Errorf("firebirdsql: invalid select describe continuation length")
 				}
 				next_index, err = p._parse_select_items(buf[4+ln:], xsqlda)
 				if err != nil {
-					return stmt_type, nil, err
+					return stmt_type, nil, nil, err
 				}
+			}
+			return stmt_type, xsqlda, nil, nil
+		} else if i+2 <= len(buf) && buf[i] == byte(isc_info_sql_bind) && buf[i+1] == byte(isc_info_sql_describe_vars) {
+			i += 2
+			if i+2 > len(buf) {
+				return stmt_type, nil, nil, fmt.Errorf("firebirdsql: truncated bind describe-vars length")
+			}
+			ln = int(bytes_to_uint16(buf[i : i+2]))
+			i += 2
+			if ln < 4 || i+ln > len(buf) {
+				return stmt_type, nil, nil, fmt.Errorf("firebirdsql: invalid bind describe parameter-count length %d", ln)
+			}
+			col_len = int(bytes_to_int32(buf[i : i+ln]))
+			if col_len < 0 || col_len > 65535 {
+				return stmt_type, nil, nil, fmt.Errorf("firebirdsql: invalid bind describe parameter count %d", col_len)
+			}
+			bind = make([]xSQLVAR, col_len)
+			i += ln
+			next_index, n, err = p.describeItems(buf[i:], bind)
+			if err != nil {
+				return stmt_type, nil, nil, err
+			}
+			i += n
+			if next_index > 0 {
+				bind = nil // truncated: the first execute asks for it whole
+				break
 			}
 		} else {
 			break
 		}
 	}
 
-	return stmt_type, xsqlda, err
+	return stmt_type, xsqlda, bind, err
 }
 
 // _fetchBindXsqlda retrieves input (bind) parameter metadata for a prepared statement.
@@ -1477,6 +1529,7 @@ func (p *wireProtocol) opPrepareStatement(stmtHandle int32, transHandle int32, q
 	bs := bytes.Join([][]byte{
 		[]byte{isc_info_sql_stmt_type},
 		_INFO_SQL_SELECT_DESCRIBE_VARS(),
+		_INFO_SQL_BIND_DESCRIBE_VARS(),
 	}, nil)
 	p.packInt(op_prepare_statement)
 	p.packInt(transHandle)
@@ -1484,7 +1537,7 @@ func (p *wireProtocol) opPrepareStatement(stmtHandle int32, transHandle int32, q
 	p.packInt(3) // dialect = 3
 	p.packString(query)
 	p.packBytes(bs)
-	p.packInt(int32(BUFFER_LEN))
+	p.packInt(describeBufferLen)
 	_, err := p.sendPackets()
 	return err
 }
