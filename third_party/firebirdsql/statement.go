@@ -348,17 +348,48 @@ func (stmt *firebirdsqlStmt) query(ctx context.Context, args []driver.Value) (dr
 
 		rows = newFirebirdsqlRows(ctx, stmt, result)
 	} else {
-		err := stmt.fc.wp.opExecute(stmt, args, stmt.inputXsqlda)
+		// A SELECT's execute goes with its first fetch, and their answers
+		// come back together, as Firebird's own client does
+		// (STMT_DEFER_EXECUTE): one round trip. The execute's error is the
+		// query's; the fetch then fails too ("Cursor is not open"), read
+		// only to stay in step. Other statements have no cursor to fetch.
+		wp := stmt.fc.wp
+		cursor := stmt.stmtType == isc_info_sql_stmt_select || stmt.stmtType == isc_info_sql_stmt_select_for_upd
+		err := wp.pipeline(func() error {
+			if err := wp.opExecute(stmt, args, stmt.inputXsqlda); err != nil || !cursor {
+				return err
+			}
+			return wp.opFetch(stmt.stmtHandle, stmt.blr)
+		})
 		if err != nil {
 			return nil, err
 		}
 
 		defer stmt.enforceDeadline(ctx)()
 
+		var chunk [][]driver.Value
+		var more, opened bool
 		err = stmt.withCancelWatcher(ctx, func() error {
-			_, _, _, e := stmt.fc.wp.opResponse()
-			return e
+			_, _, _, e := wp.opResponse()
+			var refused *FbError
+			if !cursor || e != nil && !errors.As(e, &refused) {
+				return e // no fetch, or the wire failed: nothing more to read
+			}
+			var fe error
+			chunk, more, fe = wp.opFetchResponse(stmt.stmtHandle, stmt.fc.tx.transHandle, stmt.resultXsqlda)
+			if e != nil {
+				return e
+			}
+			opened = errors.As(fe, &refused)
+			return fe
 		})
+		if opened {
+			// The cursor opened, and stays open past its fetch's error:
+			// no Rows will close it.
+			if cerr := stmt.closeCursor(); cerr != nil {
+				err = errors.Join(err, cerr)
+			}
+		}
 
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -373,7 +404,11 @@ func (stmt *firebirdsqlStmt) query(ctx context.Context, args []driver.Value) (dr
 			return nil, fmt.Errorf("%w: %w", cerr, driver.ErrBadConn)
 		}
 
-		rows = newFirebirdsqlRows(ctx, stmt, nil)
+		fetched := newFirebirdsqlRows(ctx, stmt, nil)
+		if cursor {
+			fetched.currentChunk, fetched.currentChunkIdx, fetched.moreData = chunk, -1, more
+		}
+		rows = fetched
 	}
 	return rows, err
 }

@@ -158,6 +158,11 @@ type wireProtocol struct {
 	cancelHardDrop      bool
 	cancelHardDropGrace time.Duration
 	cancelHardDropOnce  sync.Once
+
+	// corked keeps the packets sent in the write buffer instead of flushing
+	// each: requests sent together (pipelined) leave in one flush, and their
+	// answers come back in one round trip.
+	corked bool
 }
 
 func newWireProtocol(addr string, timezone string, charset string) (*wireProtocol, error) {
@@ -292,9 +297,26 @@ func (p *wireProtocol) sendPackets() (written int, err error) {
 		}
 		written += n
 	}
-	p.conn.Flush()
+	if !p.corked {
+		p.conn.Flush()
+	}
 	p.buf = p.buf[:0]
 	return
+}
+
+// pipeline sends what send packs in one flush: send must only write
+// requests, and the caller then reads their answers in order.
+func (p *wireProtocol) pipeline(send func() error) error {
+	p.corked = true
+	err := send()
+	p.corked = false
+	if err != nil {
+		p.buf = p.buf[:0]
+	}
+	if ferr := p.conn.Flush(); ferr != nil && err == nil {
+		err = fmt.Errorf("firebirdsql: sending: %w: %w", ferr, driver.ErrBadConn)
+	}
+	return err
 }
 
 func (p *wireProtocol) suspendBuffer() []byte {
