@@ -12,8 +12,9 @@ import (
 // execute goes with its first fetch, one round trip for a prepared
 // statement's answer; the execute's error is the query's, word for word
 // what the server says when the execute is sent alone; a procedure's
-// exception at the fetch is the query's too; rows past the first fetch
-// still come; and after each failure the connection serves the next query.
+// exception at the fetch is the query's too; a BLOB argument is created
+// before the execute leaves; rows past the first fetch still come; and
+// after each failure the connection serves the next query.
 func TestReadInOneRoundTrip(t *testing.T) {
 	db, c := countedDB(t, "")
 	ctx := context.Background()
@@ -59,6 +60,13 @@ func TestReadInOneRoundTrip(t *testing.T) {
 	}
 	if got, err := readOne("REF0003"); got != "REF0003" || err != nil {
 		t.Errorf("after the failures: %q, %v", got, err)
+	}
+
+	// An argument too long for a VARCHAR goes as a BLOB, created (its own
+	// round trips) while the execute's packet is built.
+	var chars int
+	if err := tx.QueryRowContext(ctx, "SELECT CHAR_LENGTH(CAST(? AS BLOB SUB_TYPE TEXT CHARACTER SET UTF8)) FROM RDB$DATABASE", strings.Repeat("ñ", 40000)).Scan(&chars); err != nil || chars != 40000 {
+		t.Errorf("a BLOB argument: %d characters, %v", chars, err)
 	}
 
 	// 20,000 rows: the first fetch's, then the rest.

@@ -161,8 +161,9 @@ type wireProtocol struct {
 
 	// corked keeps the packets sent in the write buffer instead of flushing
 	// each: requests sent together (pipelined) leave in one flush, and their
-	// answers come back in one round trip.
-	corked bool
+	// answers come back in one round trip. resumeCorked is corked while a
+	// buffer is suspended (suspendBuffer).
+	corked, resumeCorked bool
 }
 
 func newWireProtocol(addr string, timezone string, charset string) (*wireProtocol, error) {
@@ -323,12 +324,17 @@ func (p *wireProtocol) suspendBuffer() []byte {
 	p.debugPrint("\tsuspendBuffer():%v", p.buf)
 	buf := p.buf
 	p.buf = make([]byte, 0, BUFFER_LEN)
+	// An exchange of its own while a packet is built (a BLOB argument
+	// created for an execute in a pipeline) waits for its answers: its
+	// requests must leave, with whatever the pipeline held before them.
+	p.resumeCorked, p.corked = p.corked, false
 	return buf
 }
 
 func (p *wireProtocol) resumeBuffer(buf []byte) {
 	p.debugPrint("\tresumeBuffer():%v", buf)
 	p.buf = buf
+	p.corked = p.resumeCorked
 }
 
 func (p *wireProtocol) recvPackets(n int) ([]byte, error) {
