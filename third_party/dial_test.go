@@ -1,6 +1,7 @@
 package thirdparty
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/nakagami/firebirdsql"
 
+	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/firebird"
 )
@@ -21,6 +23,9 @@ type counted struct {
 	mu    sync.Mutex
 	conns []net.Conn
 	trips atomic.Int64
+	// refuseBegin spoils the next send, which must begin with a
+	// transaction's begin (op_transaction), so that the server refuses it.
+	refuseBegin atomic.Bool
 }
 
 type countedConn struct {
@@ -40,6 +45,14 @@ func (cc *countedConn) Read(p []byte) (int, error) {
 func (cc *countedConn) Write(p []byte) (int, error) {
 	if len(p) > 0 && cc.serverLast.Swap(false) {
 		cc.c.trips.Add(1)
+	}
+	if len(p) > 12 && cc.c.refuseBegin.Swap(false) {
+		// The transaction parameter block's version, 3, made one the
+		// server refuses ("invalid format for transaction parameter
+		// block"). Wire encryption is a stream cipher: a bit flipped in
+		// its output flips the same bit of what the server reads.
+		p = bytes.Clone(p)
+		p[12] ^= 3 ^ 99
 	}
 	return cc.Conn.Write(p)
 }
@@ -67,8 +80,14 @@ func (c *counted) dials() int {
 // dsn's options added, one connection at a time, its round trips counted.
 func countedDB(t *testing.T, options string) (*sql.DB, *counted) {
 	t.Helper()
+	return countedDBOf(t, fbtest.Demo(t), options)
+}
+
+// countedDBOf is countedDB for cfg's database.
+func countedDBOf(t *testing.T, cfg erp.Connection, options string) (*sql.DB, *counted) {
+	t.Helper()
 	c := &counted{}
-	conn, err := firebirdsql.NewConnector(firebird.DSN(fbtest.Demo(t))+options, c.dial)
+	conn, err := firebirdsql.NewConnector(firebird.DSN(cfg)+options, c.dial)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,15 @@ func TestPrepareInOneRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback() //nolint:errcheck // it only reads
+	// The transaction begins with its first statement (patch 0005).
+	if _, err := tx.ExecContext(ctx, "SELECT 1 FROM RDB$DATABASE"); err != nil {
+		t.Fatal(err)
+	}
+	// Its statement's free is sent without waiting: the ping's answer
+	// comes after it, so the prepare below starts a round trip of its own.
+	if err := conn.PingContext(ctx); err != nil {
+		t.Fatal(err)
+	}
 
 	const wide = "SELECT * FROM REST_SELECT_REFERENCIA(?)"
 	var cols []string

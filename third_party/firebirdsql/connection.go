@@ -144,7 +144,10 @@ func (fc *firebirdsqlConn) checkWire() error {
 // ============ driver.Conn implementation
 
 func (fc *firebirdsqlConn) begin(isolationLevel int) (driver.Tx, error) {
-	tx, err := newFirebirdsqlTx(fc, isolationLevel, false, true)
+	// On a lazy port the transaction begins with its first statement, in
+	// the same round trip when it can (firebirdsqlTx.beginsWith).
+	lazy := fc.wp.acceptType&ptype_MASK == ptype_lazy_send
+	tx, err := newFirebirdsqlTx(fc, isolationLevel, false, !lazy)
 	fc.tx = tx
 	return driver.Tx(tx), err
 }

@@ -24,6 +24,7 @@ CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 package firebirdsql
 
 import (
+	"cmp"
 	"context"
 	"database/sql/driver"
 	"errors"
@@ -204,28 +205,70 @@ func (stmt *firebirdsqlStmt) ensureInputXsqlda(args []driver.Value) error {
 
 // prepareExecute runs the round-trips that precede op_execute (lazy begin,
 // re-prepare of a freed handle, bind metadata) bounded by ctx. It returns the
-// statement to execute, which is a new one when the handle had been freed.
-func (stmt *firebirdsqlStmt) prepareExecute(ctx context.Context, args []driver.Value) (*firebirdsqlStmt, error) {
+// statement to execute, which is a new one when the handle had been freed,
+// and, when withBegin allows, whether the transaction's begin is left to go
+// with the execute (firebirdsqlTx.beginsWith).
+func (stmt *firebirdsqlStmt) prepareExecute(ctx context.Context, args []driver.Value, withBegin bool) (*firebirdsqlStmt, bool, error) {
+	begin := false
 	err := stmt.fc.wp.withContextDeadline(ctx, func() error {
+		if stmt.stmtHandle == -1 || stmt.fc.tx.needBegin && !withBegin {
+			if stmt.fc.tx.needBegin {
+				if err := stmt.fc.tx.begin(); err != nil {
+					return err
+				}
+			}
+			if stmt.stmtHandle == -1 {
+				s, err := newFirebirdsqlStmt(stmt.fc, stmt.queryString)
+				if err != nil {
+					return err
+				}
+				stmt = s
+			}
+		}
+		if err := stmt.ensureInputXsqlda(args); err != nil {
+			return err
+		}
 		if stmt.fc.tx.needBegin {
-			if err := stmt.fc.tx.begin(); err != nil {
-				return err
+			if begin = stmt.fc.tx.beginsWith(stmt, args); !begin {
+				return stmt.fc.tx.begin()
 			}
 		}
-		if stmt.stmtHandle == -1 {
-			s, err := newFirebirdsqlStmt(stmt.fc, stmt.queryString)
-			if err != nil {
-				return err
-			}
-			stmt = s
-		}
-		return stmt.ensureInputXsqlda(args)
+		return nil
 	})
-	return stmt, err
+	return stmt, begin, err
+}
+
+// sendBegin starts the pipeline of an execute whose transaction begins with
+// it (prepareExecute): its op_transaction, and the last-object handle for
+// the requests after it.
+func (stmt *firebirdsqlStmt) sendBegin(begin bool) error {
+	if !begin {
+		return nil
+	}
+	if err := stmt.fc.tx.sendBegin(); err != nil {
+		return err
+	}
+	stmt.fc.tx.transHandle = lastObject
+	return nil
+}
+
+// beginResponse reads the begin's answer first when the transaction began
+// with the execute; a refused begin is the execute's error, and the
+// execute's own answer is then a refusal too, read to stay in step.
+func (stmt *firebirdsqlStmt) beginResponse(begin bool) (refused error, err error) {
+	if !begin {
+		return nil, nil
+	}
+	err = stmt.fc.tx.beginResponse()
+	var fb *FbError
+	if errors.As(err, &fb) {
+		return err, nil
+	}
+	return nil, err
 }
 
 func (stmt *firebirdsqlStmt) exec(ctx context.Context, args []driver.Value) (result driver.Result, err error) {
-	if stmt, err = stmt.prepareExecute(ctx, args); err != nil {
+	if stmt, _, err = stmt.prepareExecute(ctx, args, false); err != nil {
 		return
 	}
 	err = stmt.fc.wp.opExecute(stmt, args, stmt.inputXsqlda)
@@ -311,12 +354,19 @@ func (stmt *firebirdsqlStmt) query(ctx context.Context, args []driver.Value) (dr
 	var err error
 	var result []driver.Value
 
-	if stmt, err = stmt.prepareExecute(ctx, args); err != nil {
+	var begin bool
+	if stmt, begin, err = stmt.prepareExecute(ctx, args, true); err != nil {
 		return nil, err
 	}
 
 	if stmt.stmtType == isc_info_sql_stmt_exec_procedure {
-		err = stmt.fc.wp.opExecute2(stmt, args, stmt.blr, stmt.inputXsqlda)
+		wp := stmt.fc.wp
+		err = wp.pipeline(func() error {
+			if err := stmt.sendBegin(begin); err != nil {
+				return err
+			}
+			return wp.opExecute2(stmt, args, stmt.blr, stmt.inputXsqlda)
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -326,11 +376,17 @@ func (stmt *firebirdsqlStmt) query(ctx context.Context, args []driver.Value) (dr
 		// op_sql_response and its trailing op_response are both wire reads with no
 		// main-goroutine write between them, so one joined watcher covers both.
 		err = stmt.withCancelWatcher(ctx, func() error {
-			var e error
-			if result, e = stmt.fc.wp.opSqlResponse(stmt.resultXsqlda); e != nil {
+			refused, e := stmt.beginResponse(begin)
+			if e != nil {
 				return e
 			}
-			_, _, _, e = stmt.fc.wp.opResponse()
+			if result, e = wp.opSqlResponse(stmt.resultXsqlda); e != nil {
+				return errors.Join(refused, e)
+			}
+			_, _, _, e = wp.opResponse()
+			if refused != nil {
+				return refused
+			}
 			return e
 		})
 		if err != nil {
@@ -356,6 +412,9 @@ func (stmt *firebirdsqlStmt) query(ctx context.Context, args []driver.Value) (dr
 		wp := stmt.fc.wp
 		cursor := stmt.stmtType == isc_info_sql_stmt_select || stmt.stmtType == isc_info_sql_stmt_select_for_upd
 		err := wp.pipeline(func() error {
+			if err := stmt.sendBegin(begin); err != nil {
+				return err
+			}
 			if err := wp.opExecute(stmt, args, stmt.inputXsqlda); err != nil || !cursor {
 				return err
 			}
@@ -370,15 +429,19 @@ func (stmt *firebirdsqlStmt) query(ctx context.Context, args []driver.Value) (dr
 		var chunk [][]driver.Value
 		var more, opened bool
 		err = stmt.withCancelWatcher(ctx, func() error {
-			_, _, _, e := wp.opResponse()
+			beginRefused, e := stmt.beginResponse(begin)
+			if e != nil {
+				return e
+			}
+			_, _, _, e = wp.opResponse()
 			var refused *FbError
 			if !cursor || e != nil && !errors.As(e, &refused) {
-				return e // no fetch, or the wire failed: nothing more to read
+				return cmp.Or(beginRefused, e) // no fetch, or the wire failed: nothing more to read
 			}
 			var fe error
 			chunk, more, fe = wp.opFetchResponse(stmt.stmtHandle, stmt.fc.tx.transHandle, stmt.resultXsqlda)
-			if e != nil {
-				return e
+			if e != nil || beginRefused != nil {
+				return cmp.Or(beginRefused, e)
 			}
 			opened = errors.As(fe, &refused)
 			return fe

@@ -26,6 +26,8 @@ package firebirdsql
 import (
 	"bytes"
 	"context"
+	"database/sql/driver"
+	"time"
 )
 
 type firebirdsqlTx struct {
@@ -117,22 +119,72 @@ func withLockTimeout(tpb []byte, seconds int32) []byte {
 }
 
 func (tx *firebirdsqlTx) begin() (err error) {
+	if err = tx.sendBegin(); err != nil {
+		return
+	}
+	return tx.beginResponse()
+}
+
+// sendBegin sends the transaction's op_transaction; beginResponse reads its
+// answer, the transaction's handle.
+func (tx *firebirdsqlTx) sendBegin() error {
 	tpb, err := tpbForIsolationLevel(tx.isolationLevel)
 	if err != nil {
 		return err
 	}
 	tpb = withLockTimeout(tpb, tx.fc.lockTimeout)
-	err = tx.fc.wp.opTransaction(tpb)
-	if err != nil {
-		return
-	}
+	return tx.fc.wp.opTransaction(tpb)
+}
+
+func (tx *firebirdsqlTx) beginResponse() (err error) {
 	tx.transHandle, _, _, err = tx.fc.wp.opResponse()
 	if err != nil {
+		tx.transHandle = 0
 		return
 	}
 	tx.needBegin = false
 	tx.fc.transactionSet[tx] = struct{}{}
 	return
+}
+
+// lastObject is the handle a lazy port (ptype_lazy_send) takes for the
+// object it created last: a request sent after op_transaction in the same
+// flush names the transaction with it before its handle is known.
+const lastObject = 0xFFFF
+
+// beginsWith reports whether the transaction, not yet begun, may begin in
+// the flush of an execute of stmt with args (the execute naming it by
+// lastObject): on a lazy port, when the execute creates no object of its
+// own first (a BLOB or an array argument), and when no other transaction
+// of the connection is alive. A refused begin leaves the server's last
+// object what it was; with no other transaction alive, the execute and
+// anything after it naming lastObject then fail on its type, or on its
+// absence, and never act on another transaction.
+func (tx *firebirdsqlTx) beginsWith(stmt *firebirdsqlStmt, args []driver.Value) bool {
+	if !tx.needBegin || tx.fc.wp.acceptType&ptype_MASK != ptype_lazy_send || stmt.stmtHandle == -1 {
+		return false
+	}
+	for other := range tx.fc.transactionSet {
+		if other != tx && !other.needBegin {
+			return false
+		}
+	}
+	for _, arg := range args {
+		switch v := arg.(type) {
+		case nil, int, int16, int32, int64, float64, bool, time.Time:
+		case string:
+			if len(tx.fc.wp.encodeString(v)) >= MAX_CHAR_LENGTH {
+				return false
+			}
+		case []byte:
+			if len(v) >= MAX_CHAR_LENGTH {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // commitRetaining commits the autocommit transaction.
@@ -173,6 +225,12 @@ func (tx *firebirdsqlTx) commitRetaining(ctx context.Context) (err error) {
 // connection is discarded. As with any connection lost mid-commit, the outcome of
 // the commit on the server is then unknown.
 func (tx *firebirdsqlTx) Commit() (err error) {
+	if tx.needBegin {
+		// Never begun (the driver begins a transaction with its first
+		// statement): nothing to commit.
+		tx.ctx = nil
+		return nil
+	}
 	ctx := tx.ctx
 	tx.ctx = nil
 	if ctx == nil {
@@ -195,6 +253,9 @@ func (tx *firebirdsqlTx) Commit() (err error) {
 // database/sql rolls back precisely when that context has ended.
 func (tx *firebirdsqlTx) Rollback() (err error) {
 	tx.ctx = nil
+	if tx.needBegin {
+		return nil // never begun: nothing to roll back
+	}
 	err = tx.fc.wp.opRollback(tx.transHandle)
 	if err != nil {
 		return err
