@@ -45,6 +45,9 @@ func firstValue(ctx context.Context, fc driverConn, st driver.Stmt, query string
 		}
 		return nil, err
 	}
+	if len(dest) == 0 {
+		return nil, nil
+	}
 	return dest[0], nil
 }
 

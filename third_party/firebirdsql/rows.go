@@ -41,6 +41,7 @@ type firebirdsqlRows struct {
 	moreData         bool
 	result           []driver.Value
 	closeStmtOnClose bool // true for internal stmts that should be dropped on rows.Close()
+	committed        bool // its transaction's commit went with it (CommitWith), closing its cursor
 	badConn          bool // set when a fetch was abandoned under an expired ctx (wire desynced)
 }
 
@@ -71,7 +72,7 @@ func (rows *firebirdsqlRows) Close() error {
 	var err error
 	if rows.closeStmtOnClose {
 		err = rows.stmt.Close()
-	} else {
+	} else if !rows.committed {
 		err = rows.stmt.closeCursor()
 	}
 	// database/sql drives connection eviction off *this* return value (Rows.close passes

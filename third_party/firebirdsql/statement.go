@@ -350,130 +350,137 @@ func (stmt *firebirdsqlStmt) Exec(args []driver.Value) (result driver.Result, er
 }
 
 func (stmt *firebirdsqlStmt) query(ctx context.Context, args []driver.Value) (driver.Rows, error) {
-	var rows driver.Rows
-	var err error
-	var result []driver.Value
-
 	var begin bool
+	var err error
 	if stmt, begin, err = stmt.prepareExecute(ctx, args, true); err != nil {
 		return nil, err
 	}
+	tx, wp := stmt.fc.tx, stmt.fc.wp
+	commit := commitsWith(ctx)
 
-	if stmt.stmtType == isc_info_sql_stmt_exec_procedure {
-		wp := stmt.fc.wp
-		err = wp.pipeline(func() error {
-			if err := stmt.sendBegin(begin); err != nil {
-				return err
-			}
-			return wp.opExecute2(stmt, args, stmt.blr, stmt.inputXsqlda)
-		})
-		if err != nil {
-			return nil, err
+	// A SELECT's execute goes with its first fetch, and their answers come
+	// back together, as Firebird's own client does (STMT_DEFER_EXECUTE):
+	// one round trip. Other statements have no cursor to fetch; an EXECUTE
+	// PROCEDURE answers its row with its execute (op_execute2).
+	procedure := stmt.stmtType == isc_info_sql_stmt_exec_procedure
+	cursor := stmt.stmtType == isc_info_sql_stmt_select || stmt.stmtType == isc_info_sql_stmt_select_for_upd
+	err = wp.pipeline(func() error {
+		if err := stmt.sendBegin(begin); err != nil {
+			return err
 		}
-
-		defer stmt.enforceDeadline(ctx)()
-
-		// op_sql_response and its trailing op_response are both wire reads with no
-		// main-goroutine write between them, so one joined watcher covers both.
-		err = stmt.withCancelWatcher(ctx, func() error {
-			refused, e := stmt.beginResponse(begin)
-			if e != nil {
-				return e
+		var err error
+		switch {
+		case procedure:
+			err = wp.opExecute2(stmt, args, stmt.blr, stmt.inputXsqlda)
+		case cursor:
+			if err = wp.opExecute(stmt, args, stmt.inputXsqlda); err == nil {
+				err = wp.opFetch(stmt.stmtHandle, stmt.blr)
 			}
-			if result, e = wp.opSqlResponse(stmt.resultXsqlda); e != nil {
-				return errors.Join(refused, e)
-			}
-			_, _, _, e = wp.opResponse()
-			if refused != nil {
-				return refused
-			}
-			return e
-		})
-		if err != nil {
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				err = stmt.cancelAndDrain()
-			}
-			if contextErrOrDeadlineExceeded(ctx) != nil {
-				return nil, fmt.Errorf("%w: %w", err, driver.ErrBadConn)
-			}
-			return nil, err
+		default:
+			err = wp.opExecute(stmt, args, stmt.inputXsqlda)
 		}
-		if cerr := contextErrOrDeadlineExceeded(ctx); cerr != nil {
-			return nil, fmt.Errorf("%w: %w", cerr, driver.ErrBadConn)
+		if err == nil && commit {
+			err = tx.sendCommit()
 		}
-
-		rows = newFirebirdsqlRows(ctx, stmt, result)
-	} else {
-		// A SELECT's execute goes with its first fetch, and their answers
-		// come back together, as Firebird's own client does
-		// (STMT_DEFER_EXECUTE): one round trip. The execute's error is the
-		// query's; the fetch then fails too ("Cursor is not open"), read
-		// only to stay in step. Other statements have no cursor to fetch.
-		wp := stmt.fc.wp
-		cursor := stmt.stmtType == isc_info_sql_stmt_select || stmt.stmtType == isc_info_sql_stmt_select_for_upd
-		err := wp.pipeline(func() error {
-			if err := stmt.sendBegin(begin); err != nil {
-				return err
-			}
-			if err := wp.opExecute(stmt, args, stmt.inputXsqlda); err != nil || !cursor {
-				return err
-			}
-			return wp.opFetch(stmt.stmtHandle, stmt.blr)
-		})
-		if err != nil {
-			return nil, err
-		}
-
-		defer stmt.enforceDeadline(ctx)()
-
-		var chunk [][]driver.Value
-		var more, opened bool
-		err = stmt.withCancelWatcher(ctx, func() error {
-			beginRefused, e := stmt.beginResponse(begin)
-			if e != nil {
-				return e
-			}
-			_, _, _, e = wp.opResponse()
-			var refused *FbError
-			if !cursor || e != nil && !errors.As(e, &refused) {
-				return cmp.Or(beginRefused, e) // no fetch, or the wire failed: nothing more to read
-			}
-			var fe error
-			chunk, more, fe = wp.opFetchResponse(stmt.stmtHandle, stmt.fc.tx.transHandle, stmt.resultXsqlda)
-			if e != nil || beginRefused != nil {
-				return cmp.Or(beginRefused, e)
-			}
-			opened = errors.As(fe, &refused)
-			return fe
-		})
-		if opened {
-			// The cursor opened, and stays open past its fetch's error:
-			// no Rows will close it.
-			if cerr := stmt.closeCursor(); cerr != nil {
-				err = errors.Join(err, cerr)
-			}
-		}
-
-		if err != nil {
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				err = stmt.cancelAndDrain()
-			}
-			if contextErrOrDeadlineExceeded(ctx) != nil {
-				return nil, fmt.Errorf("%w: %w", err, driver.ErrBadConn)
-			}
-			return nil, err
-		}
-		if cerr := contextErrOrDeadlineExceeded(ctx); cerr != nil {
-			return nil, fmt.Errorf("%w: %w", cerr, driver.ErrBadConn)
-		}
-
-		fetched := newFirebirdsqlRows(ctx, stmt, nil)
-		if cursor {
-			fetched.currentChunk, fetched.currentChunkIdx, fetched.moreData = chunk, -1, more
-		}
-		rows = fetched
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	return rows, err
+
+	defer stmt.enforceDeadline(ctx)()
+
+	// Every answer is read, in order, to stay in step. The first the server
+	// refuses is the query's error: a refused begin's, or the execute's
+	// (the fetch then says "Cursor is not open"), or the fetch's. A failure
+	// of the wire ends the reading.
+	var result []driver.Value
+	var chunk [][]driver.Value
+	var more, opened bool
+	err = stmt.withCancelWatcher(ctx, func() error {
+		var first error
+		refused := func(e error) bool {
+			if e == nil || serverRefused(e) {
+				first = cmp.Or(first, e)
+				return true
+			}
+			return false
+		}
+		if begin {
+			if e := tx.beginResponse(); !refused(e) {
+				return e
+			}
+		}
+		switch {
+		case procedure:
+			var e error
+			var full answeredInFull
+			if result, e = wp.opSqlResponse(stmt.resultXsqlda); errors.As(e, &full) {
+				e = full.error
+			} else if e == nil {
+				_, _, _, e = wp.opResponse()
+			}
+			if !refused(e) {
+				return e
+			}
+		default:
+			if _, _, _, e := wp.opResponse(); !refused(e) {
+				return e
+			}
+			if cursor {
+				var e error
+				chunk, more, e = wp.opFetchResponse(stmt.stmtHandle, tx.transHandle, stmt.resultXsqlda)
+				opened = first == nil && serverRefused(e)
+				if !refused(e) {
+					return e
+				}
+			}
+		}
+		if commit {
+			e := tx.commitResponse()
+			if more && e == nil {
+				// The commit closed the cursor on the rest.
+				e = errors.New("firebirdsql: the query's rows went past its first fetch, and its transaction committed (CommitWith)")
+				tx.commitErr = e
+			}
+			if !refused(e) {
+				return e
+			}
+		}
+		return first
+	})
+	if opened && !commit {
+		// The cursor opened, and stays open past its fetch's error: no
+		// Rows will close it. (A commit closes it.)
+		if cerr := stmt.closeCursor(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+	}
+	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			err = stmt.cancelAndDrain()
+		}
+		if contextErrOrDeadlineExceeded(ctx) != nil {
+			return nil, fmt.Errorf("%w: %w", err, driver.ErrBadConn)
+		}
+		return nil, err
+	}
+	if cerr := contextErrOrDeadlineExceeded(ctx); cerr != nil {
+		return nil, fmt.Errorf("%w: %w", cerr, driver.ErrBadConn)
+	}
+
+	rows := newFirebirdsqlRows(ctx, stmt, result)
+	rows.committed = commit
+	if cursor {
+		rows.currentChunk, rows.currentChunkIdx, rows.moreData = chunk, -1, more && !commit
+	}
+	return rows, nil
+}
+
+// serverRefused reports an error the server answered with, the wire in step.
+func serverRefused(err error) bool {
+	var fb *FbError
+	return errors.As(err, &fb)
 }
 
 func (stmt *firebirdsqlStmt) Query(args []driver.Value) (rows driver.Rows, err error) {

@@ -36,6 +36,10 @@ type firebirdsqlTx struct {
 	isAutocommit   bool
 	transHandle    int32
 	needBegin      bool
+	// committedWith: the transaction's commit went with its last statement
+	// (CommitWith), which answered commitErr; Commit reports it.
+	committedWith bool
+	commitErr     error
 	// ctx is the BeginTx context. database/sql documents it as used until the
 	// transaction is committed or rolled back, and Tx.Commit takes no context
 	// of its own, so Commit is bounded by it. Nil for the connection's
@@ -147,6 +151,49 @@ func (tx *firebirdsqlTx) beginResponse() (err error) {
 	return
 }
 
+// commitWithKey marks a context made by CommitWith.
+type commitWithKey struct{}
+
+// CommitWith returns a context for the last statement of a transaction,
+// run with QueryContext: the driver sends the transaction's commit in the
+// statement's round trip (after its execute and, for a SELECT, its first
+// fetch, and after the transaction's begin when that goes with it too),
+// and the transaction's Commit then reports that commit's outcome without
+// a round trip of its own. Rollback then does nothing.
+//
+// The commit is sent before the statement's answer is known, so it commits
+// whatever the statement leaves: a statement that fails is undone by its
+// own savepoint, and the commit keeps what the transaction did before it.
+// A selectable procedure or EXECUTE BLOCK keeps the work it did before each
+// row it returned, so one that is to commit only when it succeeds must do
+// its work before its first row. A query whose rows do not all come with
+// its first fetch fails, its transaction committed; and its BLOBs, read by
+// Rows.Next in their transaction, can no longer be read.
+func CommitWith(ctx context.Context) context.Context {
+	return context.WithValue(ctx, commitWithKey{}, true)
+}
+
+func commitsWith(ctx context.Context) bool {
+	with, _ := ctx.Value(commitWithKey{}).(bool)
+	return with
+}
+
+// sendCommit sends the commit that goes with a statement (CommitWith).
+func (tx *firebirdsqlTx) sendCommit() error {
+	return tx.fc.wp.opCommit(tx.transHandle)
+}
+
+// commitResponse reads the answer to sendCommit's commit: the transaction
+// has ended whatever it says.
+func (tx *firebirdsqlTx) commitResponse() error {
+	_, _, _, err := tx.fc.wp.opResponse()
+	tx.fc.wp.clearInlineBlobCache(tx.transHandle)
+	tx.isAutocommit = tx.fc.isAutocommit
+	tx.needBegin = true
+	tx.committedWith, tx.commitErr = true, err
+	return err
+}
+
 // lastObject is the handle a lazy port (ptype_lazy_send) takes for the
 // object it created last: a request sent after op_transaction in the same
 // flush names the transaction with it before its handle is known.
@@ -225,6 +272,10 @@ func (tx *firebirdsqlTx) commitRetaining(ctx context.Context) (err error) {
 // connection is discarded. As with any connection lost mid-commit, the outcome of
 // the commit on the server is then unknown.
 func (tx *firebirdsqlTx) Commit() (err error) {
+	if tx.committedWith {
+		tx.committedWith = false
+		return tx.commitErr
+	}
 	if tx.needBegin {
 		// Never begun (the driver begins a transaction with its first
 		// statement): nothing to commit.
@@ -253,6 +304,7 @@ func (tx *firebirdsqlTx) Commit() (err error) {
 // database/sql rolls back precisely when that context has ended.
 func (tx *firebirdsqlTx) Rollback() (err error) {
 	tx.ctx = nil
+	tx.committedWith = false // the commit went with the statement: too late
 	if tx.needBegin {
 		return nil // never begun: nothing to roll back
 	}

@@ -25,6 +25,7 @@ package firebirdsql
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql/driver"
 	"encoding/hex"
@@ -2102,6 +2103,11 @@ func (p *wireProtocol) opResponseTimeout(d time.Duration) (int32, []byte, []byte
 	return h, oid, buf, err
 }
 
+// answeredInFull is the error of an op_execute2 whose answer was an
+// op_response alone, with no op_sql_response before it: there is no
+// op_response after it to read.
+type answeredInFull struct{ error }
+
 func (p *wireProtocol) opSqlResponse(xsqlda []xSQLVAR) ([]driver.Value, error) {
 	p.debugPrint("opSqlResponse")
 	b, err := p.recvPackets(4)
@@ -2124,6 +2130,12 @@ func (p *wireProtocol) opSqlResponse(xsqlda []xSQLVAR) ([]driver.Value, error) {
 		return nil, err
 	}
 
+	if bytes_to_bint32(b) == op_response {
+		// The execute was refused before it ran (a handle the server
+		// does not know): its answer is this op_response alone.
+		_, _, _, err = p._parse_op_response()
+		return nil, answeredInFull{cmp.Or(err, errors.New("firebirdsql: op_response for op_execute2"))}
+	}
 	if bytes_to_bint32(b) != op_sql_response {
 		return nil, errors.New("Error op_sql_response")
 	}
