@@ -18,13 +18,22 @@ import (
 // fetch and commit in one round trip, and Commit reports the commit sent
 // with it; a statement that fails is undone and its transaction's commit
 // keeps nothing of it; an EXECUTE BLOCK without outputs (op_execute2)
-// commits the same way; a query whose rows go past its first fetch fails,
-// its transaction committed.
+// commits the same way; a commit the database refuses leaves the
+// transaction to Rollback, which ends it; a query whose rows go past its
+// first fetch fails, its transaction committed.
 func TestCommitWithTheStatement(t *testing.T) {
 	cfg := fbtest.Demo(t)
 	fbtest.KeyTable(t, cfg)
-	db, c := countedDBOf(t, cfg, "")
 	ctx := context.Background()
+	admin := fbtest.Open(t, fbtest.Admin(t, cfg))
+	if _, err := admin.ExecContext(ctx, `CREATE OR ALTER TRIGGER TEST_REFUSE_COMMIT ON TRANSACTION COMMIT AS BEGIN
+		IF (RDB$GET_CONTEXT('USER_TRANSACTION', 'REFUSE_COMMIT') = '1') THEN EXCEPTION REST_ERROR 'commit refused';
+	END`); err != nil {
+		t.Fatal(err)
+	}
+	// Database triggers load with an attachment: created before ours.
+	t.Cleanup(func() { admin.ExecContext(ctx, "DROP TRIGGER TEST_REFUSE_COMMIT") }) //nolint:errcheck // the next run replaces it
+	db, c := countedDBOf(t, cfg, "")
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -47,6 +56,8 @@ func TestCommitWithTheStatement(t *testing.T) {
 		"refused": "EXECUTE BLOCK (K VARCHAR(255) = ?) RETURNS (N INTEGER) AS BEGIN " + insert + " N = CAST('not a number' AS INTEGER); SUSPEND; END",
 		// No outputs: answered by its execute.
 		"procedure": "EXECUTE BLOCK (K VARCHAR(255) = ?) AS BEGIN " + insert + " END",
+		// A write whose commit the database refuses (TEST_REFUSE_COMMIT).
+		"commit refused": "EXECUTE BLOCK (K VARCHAR(255) = ?) RETURNS (N INTEGER) AS BEGIN " + insert + " N = RDB$SET_CONTEXT('USER_TRANSACTION', 'REFUSE_COMMIT', '1'); SUSPEND; END",
 		// 500 rows, then the work.
 		"long": "EXECUTE BLOCK (K VARCHAR(255) = ?) RETURNS (N INTEGER) AS BEGIN N = 0; WHILE (N < 500) DO BEGIN N = N + 1; SUSPEND; END " + insert + " END",
 	}
@@ -87,6 +98,20 @@ func TestCommitWithTheStatement(t *testing.T) {
 		if trips := c.during(func() { stmtErr, commitErr = write("procedure", 3) }); stmtErr != nil || commitErr != nil || trips != 1 || !kept(3) {
 			t.Errorf("an EXECUTE BLOCK without outputs with its commit: %v, %v in %d round trips, want 1", stmtErr, commitErr, trips)
 		}
+		// The commit refused: the statement's error and Commit's; the
+		// transaction, still open, ended by Rollback.
+		tx, err = fc.BeginTx(ctx, driver.TxOptions{})
+		if err != nil {
+			return err
+		}
+		_, stmtErr = firstValue(firebirdsql.CommitWith(ctx), fc, stmts["commit refused"], "", key(6))
+		if stmtErr == nil || !strings.Contains(stmtErr.Error(), "commit refused") {
+			t.Errorf("a commit refused: %v", stmtErr)
+		}
+		if err := tx.Rollback(); err != nil || kept(6) {
+			t.Errorf("rolled back after its commit was refused: %v, key kept %v", err, kept(6))
+		}
+
 		stmtErr, commitErr = write("long", 4)
 		if stmtErr == nil || !strings.Contains(stmtErr.Error(), "first fetch") || commitErr == nil {
 			t.Errorf("rows past the first fetch: %v, then %v", stmtErr, commitErr)

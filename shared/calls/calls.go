@@ -71,7 +71,9 @@ type Tx interface {
 	// Write runs w as one block, with what parts adds (nil: nothing), the
 	// values of parts' inputs first (extra), and encodes its answer into
 	// out. It returns the hidden columns (Parts.Hidden) of the last row.
-	// name tells blocks apart whose parts differ.
+	// name tells blocks apart whose parts differ. When w.Last (and parts
+	// keep a one-row answer: Parts.KeepsOneRow), the store may send the
+	// transaction's commit with the block: its commit then reports that.
 	Write(ctx context.Context, name string, w Write, parts func(proc, readBack catalog.Procedure) Parts, extra []any, out *record.Encoder) (hidden []any, err error)
 	// Exec runs a statement that returns no rows.
 	Exec(ctx context.Context, query string, args []any) error
@@ -89,6 +91,8 @@ type Write struct {
 	Args      []any
 	ReadBack  string
 	ReadArgs  []any
+	// Last: nothing runs after it in its transaction but the commit.
+	Last bool
 }
 
 // WriteOf is the write of a call to a write operation.
@@ -115,6 +119,10 @@ type Parts struct {
 	// Hidden are columns returned after the answer's, each "NAME TYPE";
 	// they are not the answer's.
 	Hidden []string
+	// KeepsOneRow: with an answer of at most one row, the block does all
+	// the layer adds, and nothing of the layer runs after it (the
+	// Keeper's Keep runs no statement).
+	KeepsOneRow bool
 }
 
 // Answers are the columns a write answers with: its read-back's, or

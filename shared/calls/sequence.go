@@ -126,7 +126,7 @@ func (q *Sequence) run(ctx context.Context, tx Tx, keeper Keeper) error {
 			blockKeeper = keeper
 		}
 		var err error
-		hidden, err = step(ctx, tx, call, st.Out, blockKeeper)
+		hidden, err = step(ctx, tx, call, st.Out, blockKeeper, single && !q.Dry)
 		var exc *erp.Exception
 		switch {
 		case err == nil:
@@ -161,17 +161,20 @@ func (q *Sequence) run(ctx context.Context, tx Tx, keeper Keeper) error {
 	return nil
 }
 
-// step runs one call in tx; keeper adds its key to a single write's block.
-func step(ctx context.Context, tx Tx, call catalog.Call, out *record.Encoder, keeper Keeper) ([]any, error) {
+// step runs one call in tx; keeper adds its key to a single write's block,
+// and last says the write is its transaction's last statement.
+func step(ctx context.Context, tx Tx, call catalog.Call, out *record.Encoder, keeper Keeper, last bool) ([]any, error) {
 	op := call.Op
 	if op.Endpoint == catalog.ExecuteQuery {
 		return nil, tx.Read(ctx, op.Procedure, call.Args, out)
 	}
+	w := WriteOf(call)
+	w.Last = last
 	if keeper == nil {
-		return tx.Write(ctx, "write", WriteOf(call), nil, nil, out)
+		return tx.Write(ctx, "write", w, nil, nil, out)
 	}
 	name, parts, extra := keeper.Block()
-	return tx.Write(ctx, name, WriteOf(call), parts, extra, out)
+	return tx.Write(ctx, name, w, parts, extra, out)
 }
 
 // resolve is call with its references filled in from the first rows of the

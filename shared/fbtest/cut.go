@@ -9,18 +9,15 @@ import (
 )
 
 // CommitCutter forwards Firebird connections and, when armed, cuts the flow
-// that sends a commit: before forwarding it (nothing committed) or after
-// (committed, its answer lost). The wire is encrypted with a stream cipher,
-// which keeps lengths: a commit is the client's write of 8 bytes (op_commit
-// and the transaction's handle), or of 20 when the driver sends a cursor's
-// deferred close (12 bytes) with it. In a write on a warm connection, with
-// no read transaction to end first, the begin is the first write (20 bytes
-// too) and no other write between it and the commit has either length.
+// at the client's next send: before forwarding it (nothing of it reaches
+// the server) or after (the server gets it, its answer is lost). A write on
+// a warm connection whose commit goes with its block (firebird's
+// Session.Write) sends its begin, block, fetch and commit in one send: cut
+// before, nothing is committed; after, it is, and its answer is lost.
 type CommitCutter struct {
 	ln    net.Listener
 	armed atomic.Bool
-	begun atomic.Bool // the armed write's begin has gone through
-	after atomic.Bool // forward the commit before cutting
+	after atomic.Bool // forward the send before cutting
 	cut   atomic.Int32
 }
 
@@ -92,14 +89,12 @@ func (c *CommitCutter) toServer(client, server net.Conn, mute *atomic.Bool) {
 	for {
 		n, err := client.Read(buf)
 		if n > 0 {
-			chunk := buf[:n]
-			begin := c.armed.Load() && c.begun.CompareAndSwap(false, true)
-			if !begin && (n == 8 || n == 20) && c.armed.CompareAndSwap(true, false) {
+			if c.armed.CompareAndSwap(true, false) {
 				c.cut.Add(1)
 				if c.after.Load() {
-					// The server gets the commit; its answer is lost.
+					// The server gets the send; its answer is lost.
 					mute.Store(true)
-					server.Write(chunk) //nolint:errcheck // cut right after
+					server.Write(buf[:n]) //nolint:errcheck // cut right after
 					time.Sleep(100 * time.Millisecond)
 				}
 				return
@@ -117,11 +112,11 @@ func (c *CommitCutter) toServer(client, server net.Conn, mute *atomic.Bool) {
 // Port is where the cutter listens.
 func (c *CommitCutter) Port() int { return c.ln.Addr().(*net.TCPAddr).Port }
 
-// Arm makes the cutter cut the next commit: after forwarding it (committed,
-// its answer lost) or before (nothing committed).
+// Arm makes the cutter cut at the next send: after forwarding it (a write
+// with its commit committed, its answer lost) or before (nothing
+// committed).
 func (c *CommitCutter) Arm(after bool) {
 	c.after.Store(after)
-	c.begun.Store(false)
 	c.armed.Store(true)
 }
 

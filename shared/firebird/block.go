@@ -16,13 +16,13 @@ import (
 // procedures (upper case), as this connection's attachment sees them:
 // Firebird keeps a procedure's definition per attachment, so the
 // signatures are read once per connection (one round trip, the first time)
-// and the block's text kept under name for the connection's life. A kept
-// block that no longer prepares (its procedures changed) is written afresh
-// once. write also says how many of the block's last columns are hidden:
-// its rows are encoded into out as Query does, and the hidden columns of
-// the last row returned. A failure reads as the plain statements' would,
-// without the position in the block the server adds.
-func (s *Session) block(ctx context.Context, name string, procedures []string, write func(map[string]catalog.Procedure) (text string, hidden int), args []any, out *record.Encoder) (last []driver.Value, err error) {
+// and the block kept under name for the connection's life. A kept block
+// that no longer prepares (its procedures changed) is written afresh once.
+// Its rows are encoded into out as Query does, and the hidden columns of
+// the last row returned; when commit says so of the block, the
+// transaction's commit goes with it. A failure reads as the plain
+// statements' would, without the position in the block the server adds.
+func (s *Session) block(ctx context.Context, name string, procedures []string, write func(map[string]catalog.Procedure) block, args []any, out *record.Encoder, commit func(block) bool) (last []driver.Value, err error) {
 	for fresh := false; ; fresh = true {
 		b, cached := s.conn.blocks[name]
 		if !cached {
@@ -34,10 +34,10 @@ func (s *Session) block(ctx context.Context, name string, procedures []string, w
 				s.at.Store(int32(preparing)) // whatever phase the reading left
 				return nil, err
 			}
-			b.text, b.hidden = write(sigs)
+			b = write(sigs)
 			s.conn.blocks[name] = b
 		}
-		last, err = s.Query(ctx, b.text, args, out, b.hidden)
+		last, err = s.Query(ctx, b.text, args, out, b.hidden, commit != nil && commit(b))
 		if err != nil && phase(s.at.Load()) == preparing && cached && !fresh {
 			delete(s.conn.blocks, name)
 			continue
@@ -46,10 +46,15 @@ func (s *Session) block(ctx context.Context, name string, procedures []string, w
 	}
 }
 
-// block is a block's text and how many of its last columns are hidden.
+// block is a block's text, and what it answers.
 type block struct {
 	text   string
-	hidden int
+	hidden int // how many of its last columns are hidden
+	// oneRow: it answers at most one row, after all its work, and nothing
+	// of its answer needs its transaction open (no BLOB): a commit may go
+	// with it. row is the most bytes that row takes, names included.
+	oneRow bool
+	row    int
 }
 
 // unblock removes from a failure of a block the position in the block

@@ -43,14 +43,14 @@ const (
 // its rows into out, its BLOBs in the row where they fit (read.go).
 func (s *Session) Read(ctx context.Context, procedure string, args []any, out *record.Encoder) error {
 	query := s.readQuery(ctx, procedure, len(args))
-	_, err := s.Query(ctx, query, args, out, 0)
+	_, err := s.Query(ctx, query, args, out, 0, false)
 	plain := selectSQL(procedure, len(args))
 	switch {
 	case err == nil && query == plain:
 		s.learn(procedure, len(args), out.Cols())
 	case err != nil && query != plain && phase(s.at.Load()) == preparing && s.conn.IsValid():
 		out.Reset()
-		_, err = s.Query(ctx, s.plainAgain(procedure, len(args)), args, out, 0)
+		_, err = s.Query(ctx, s.plainAgain(procedure, len(args)), args, out, 0, false)
 	}
 	return s.outcome(ctx, err)
 }
@@ -77,7 +77,7 @@ func (p *Pools) Ping(ctx context.Context, t erp.Target) error {
 // retried, so out has one writer at a time. A call on the write path first
 // hunts for orphans when one is due (huntDue).
 func (p *Pools) Transact(ctx context.Context, t erp.Target, mode calls.Mode, out *record.Encoder, body func(context.Context, calls.Tx) error) error {
-	reruns := 0
+	reruns, manyAgain := 0, false
 	for attempt := 0; ; attempt++ {
 		cur, err := p.get(t)
 		if err != nil {
@@ -101,6 +101,12 @@ func (p *Pools) Transact(ctx context.Context, t erp.Target, mode calls.Mode, out
 		}
 		if lockWaited(err) && p.Hunt(ctx, t) > 0 && reruns < maxLockReruns && roomForAWait(ctx) {
 			reruns++
+			continue
+		}
+		if errors.Is(err, errManyRows) && !manyAgain {
+			// Its block learnt that its read-back answers rows: it runs
+			// again as a block that returns them as they are read.
+			manyAgain = true
 			continue
 		}
 		ph := phase(at.Load())
@@ -263,7 +269,9 @@ func (c *conn) call(ctx context.Context, opts Options, mode calls.Mode, at *atom
 	}
 	at.Store(int32(committing))
 	if err := tx.Commit(); err != nil {
-		c.settle(ctx, fc, err)
+		// A commit the database refused leaves its transaction open (the
+		// driver forgets it): dropping the connection rolls it back.
+		c.broken = true
 		return err
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/erp-gateway/gateway/shared/erp"
@@ -18,6 +19,7 @@ import (
 // and recycles connections and hands one to each call.
 type connector struct {
 	cfg     erp.Connection
+	many    *sync.Map     // the pool's write blocks whose read-back answers rows (Session.Write)
 	bound   time.Duration // the attachments' orphan bound (orphans.go)
 	maxStmt int
 	abandon func(id string)
@@ -30,7 +32,7 @@ func newConnector(cfg erp.Connection, bound time.Duration, maxStmt int, abandon 
 	if _, err := firebirdsql.NewConnector(DSN(cfg), nil); err != nil {
 		return nil, err
 	}
-	return &connector{cfg: cfg, bound: bound, maxStmt: maxStmt, abandon: abandon}, nil
+	return &connector{cfg: cfg, many: new(sync.Map), bound: bound, maxStmt: maxStmt, abandon: abandon}, nil
 }
 
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -57,7 +59,7 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 		dc.Close()
 		return nil, errors.New("firebird: the driver did not dial through the gateway's dialer")
 	}
-	return &conn{inner: dc, id: id, abandon: c.abandon, wire: w, stmts: make(map[string]*stmt), blocks: make(map[string]block), reads: make(map[string]*readPlan), max: c.maxStmt, used: time.Now()}, nil
+	return &conn{inner: dc, id: id, abandon: c.abandon, wire: w, many: c.many, stmts: make(map[string]*stmt), blocks: make(map[string]block), reads: make(map[string]*readPlan), max: c.maxStmt, used: time.Now()}, nil
 }
 
 func (c *connector) Driver() driver.Driver { return errNoDriver{} }
@@ -86,6 +88,7 @@ type conn struct {
 	id      string
 	abandon func(id string)
 	wire    *wire // its socket
+	many    *sync.Map
 	counted int64 // its round trips counted so far (newTrips)
 	stmts   map[string]*stmt
 	max     int

@@ -64,7 +64,10 @@ func classify(ctx context.Context, at phase, err error) error {
 		return fmt.Errorf("%w: the connection settings cannot be parsed", erp.ErrUnavailable)
 	case isFB && (slices.Contains(fb.GDSCodes, firebirdsql.ISCLogin) || slices.Contains(fb.GDSCodes, firebirdsql.ISCLoginError)):
 		return fmt.Errorf("%w (gds %v)", erp.ErrCredentials, fb.GDSCodes)
-	case at == committing && (!isFB || ctx.Err() != nil || hasCode(fb, lostConnectionCodes)):
+	case at == committing && (!isFB || hasCode(fb, lostConnectionCodes)):
+		// The database answered the commit (or, for a commit sent with
+		// the write, refused the write before it: firebirdsql.CommitWith):
+		// anything but its answer leaves the outcome unknown.
 		return fmt.Errorf("%w: %w", erp.ErrOutcomeUnknown, err)
 	case ctx.Err() != nil:
 		return fmt.Errorf("%w: %w", erp.ErrUnavailable, context.Cause(ctx))

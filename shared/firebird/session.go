@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nakagami/firebirdsql"
+
 	"github.com/erp-gateway/gateway/shared/calls"
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/record"
@@ -89,9 +91,20 @@ func (s *Session) outcome(ctx context.Context, err error) error {
 
 // open prepares query (once per connection) and runs it with args.
 func (s *Session) open(ctx context.Context, query string, args []any) (driver.Rows, error) {
+	return s.openCommitting(ctx, query, args, false)
+}
+
+// openCommitting is open that, with commit, sends the transaction's
+// commit with the statement (firebirdsql.CommitWith): from then on, until
+// the answer comes, the call's outcome is unknown.
+func (s *Session) openCommitting(ctx context.Context, query string, args []any, commit bool) (driver.Rows, error) {
 	st, err := s.prepare(ctx, query)
 	if err != nil {
 		return nil, err
+	}
+	if commit {
+		s.at.Store(int32(committing))
+		ctx = firebirdsql.CommitWith(ctx)
 	}
 	s.began = time.Now()
 	rows, err := run(ctx, st, args)
@@ -113,9 +126,10 @@ func run(ctx context.Context, st *stmt, args []any) (driver.Rows, error) {
 
 // Query runs a statement and encodes its rows into out, less their last
 // hidden columns, which are not the answer's: it returns those of the last
-// row, each nil (NULL) when there is none.
-func (s *Session) Query(ctx context.Context, query string, args []any, out *record.Encoder, hidden int) (last []driver.Value, err error) {
-	rows, err := s.open(ctx, query, args)
+// row, each nil (NULL) when there is none. With commit, the transaction's
+// commit goes with it (openCommitting).
+func (s *Session) Query(ctx context.Context, query string, args []any, out *record.Encoder, hidden int, commit bool) (last []driver.Value, err error) {
+	rows, err := s.openCommitting(ctx, query, args, commit)
 	if err != nil {
 		return nil, err
 	}

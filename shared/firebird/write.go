@@ -2,13 +2,16 @@ package firebird
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/erp-gateway/gateway/shared/calls"
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/record"
+	"github.com/nakagami/firebirdsql"
 )
 
 // A write runs its procedure and its read-back in one statement, an
@@ -30,19 +33,46 @@ func procedures(w calls.Write) []string {
 // of the last row. Every block first sets the transaction's origin
 // (erp.OriginOf(ctx)) for the ERP's triggers, in the round trip it makes
 // anyway. name tells blocks apart whose parts differ.
+//
+// The transaction's commit goes with the block, one round trip for the
+// write (begin, block, fetch and commit), when the block is its
+// transaction's last statement (w.Last), returns at most one row after all
+// its work (WriteBlock's oneRow: a read-back that answers more makes the
+// pool write this write's block to return rows as they are read, and the
+// call run again: errManyRows), needs nothing of its transaction after it
+// (no BLOB in its answer; parts, when any, keep a one-row answer whole),
+// its row surely fits out, and its connection answered within freshFor.
+// Otherwise the commit waits for the block's answer: two round trips.
 func (s *Session) Write(ctx context.Context, name string, w calls.Write, parts func(proc, rb catalog.Procedure) calls.Parts, extra []any, out *record.Encoder) ([]any, error) {
 	procs := procedures(w)
 	o := erp.OriginOf(ctx)
 	argv := make([]any, 0, 2+len(extra)+len(w.Args)+len(w.ReadArgs))
 	argv = append(append(append(append(argv, o.TokenID, o.RequestID), extra...), w.Args...), w.ReadArgs...)
-	last, err := s.block(ctx, name+" "+w.Procedure+" "+w.ReadBack, procs, func(sigs map[string]catalog.Procedure) (string, int) {
+	key := name + " " + w.Procedure + " " + w.ReadBack
+	_, many := s.conn.many.Load(key)
+	form := key
+	if many {
+		form += " rows"
+	}
+	fresh := time.Since(s.conn.used) < freshFor
+	last, err := s.block(ctx, form, procs, func(sigs map[string]catalog.Procedure) block {
 		var p calls.Parts
 		proc, rb := sigs[procs[0]], sigs[strings.ToUpper(w.ReadBack)]
 		if parts != nil {
 			p = parts(proc, rb)
 		}
-		return WriteBlock(w.Procedure, len(w.Args), w.ReadBack, len(w.ReadArgs), proc, rb, p)
-	}, argv, out)
+		text, hidden := WriteBlock(w.Procedure, len(w.Args), w.ReadBack, len(w.ReadArgs), proc, rb, p, !many)
+		b := block{text: text, hidden: hidden}
+		b.row, b.oneRow = rowBytes(calls.Answers(w.ReadBack, proc, rb))
+		b.oneRow = b.oneRow && !many && (parts == nil || p.KeepsOneRow)
+		return b
+	}, argv, out, func(b block) bool {
+		return w.Last && b.oneRow && fresh && out.Holds(b.row)
+	})
+	if isManyRows(err) {
+		s.conn.many.Store(key, true)
+		return nil, fmt.Errorf("%w: %w", errManyRows, err)
+	}
 	if err != nil {
 		return nil, s.outcome(ctx, err)
 	}
@@ -51,6 +81,39 @@ func (s *Session) Write(ctx context.Context, name string, w calls.Write, parts f
 		hidden[i] = v
 	}
 	return hidden, nil
+}
+
+// freshFor is how recently a connection must have answered for a write's
+// commit to go with its block. Such a write's outcome is unknown when its
+// connection fails before answering, where a write that waits for its
+// block's answer before its commit is retried on a fresh connection: a
+// connection that answered a moment ago is most likely alive (one that sat
+// idle may have been cut, or its server restarted, unseen).
+const freshFor = 5 * time.Second
+
+// errManyRows: a one-row block's read-back answered a second row, and the
+// block failed, everything undone (WriteBlock): the call runs again, its
+// block written to return the rows as they are read.
+var errManyRows = errors.New("firebird: the read-back answered more than one row")
+
+// isManyRows reports the failure of a one-row block whose read-back
+// answered a second row.
+func isManyRows(err error) bool {
+	var fb *firebirdsql.FbError
+	return errors.As(err, &fb) && strings.Contains(fb.Message, manyRows)
+}
+
+// rowBytes is the most bytes a row of cols takes as the database sends it,
+// names included; ok is false when a column is a BLOB or an array, read
+// after the row in its transaction.
+func rowBytes(cols []catalog.DBParam) (n int, ok bool) {
+	for _, c := range cols {
+		if c.Type == "BLOB" || c.Type == "ARRAY" {
+			return 0, false
+		}
+		n += len(c.Name) + messageBytes(c) + 8
+	}
+	return n, true
 }
 
 // originContext is what every write block runs first: the origin's two
@@ -70,7 +133,15 @@ const originContext = `  GATEWAY$SET = RDB$SET_CONTEXT('USER_TRANSACTION', 'GATE
 // parameter mismatch", as the plain call would. Its first inputs are the
 // origin's (originContext), then parts'. hidden is how many of its last
 // columns are parts.Hidden.
-func WriteBlock(procedure string, nargs int, readBack string, nreadArgs int, proc, rb catalog.Procedure, parts calls.Parts) (text string, hidden int) {
+//
+// A block returns its row only once all its work is done (parts.End
+// included), so that a commit sent with it keeps the block whole or
+// nothing of it: Firebird keeps what a selectable block did before each
+// row it returned, and undoes what it did after the last when it fails.
+// A read-back's rows are returned as they are read, and parts.End runs
+// after them; with oneRow, the block reads the read-back whole before its
+// row, and a second row fails it with manyRows, everything undone.
+func WriteBlock(procedure string, nargs int, readBack string, nreadArgs int, proc, rb catalog.Procedure, parts calls.Parts, oneRow bool) (text string, hidden int) {
 	typeOf := func(p catalog.DBParam) string { return "TYPE OF " + calls.Quote(p.Domain) }
 	ins := append([]string{"GATEWAY$TOKEN_ID VARCHAR(255) = ?", "GATEWAY$REQUEST_ID VARCHAR(255) = ?"}, parts.Inputs...)
 	declare := func(prefix string, n int, inputs []catalog.DBParam) string {
@@ -110,6 +181,10 @@ func WriteBlock(procedure string, nargs int, readBack string, nreadArgs int, pro
 	} else {
 		dropped = into
 	}
+	counted := readBack != "" && len(into) > 0 && oneRow
+	if counted {
+		b.WriteString("DECLARE GATEWAY$ROWS INTEGER = 0;\n")
+	}
 	b.WriteString(parts.Declare)
 	b.WriteString("BEGIN\n" + originContext + parts.Before)
 	b.WriteString("  EXECUTE PROCEDURE " + procedure + args)
@@ -118,14 +193,25 @@ func WriteBlock(procedure string, nargs int, readBack string, nreadArgs int, pro
 	}
 	b.WriteString(";\n" + parts.After)
 	switch {
-	case len(into) > 0 && readBack == "":
-		b.WriteString("  BEGIN\n" + parts.EachRow + "    SUSPEND;\n  END\n")
-	case len(into) > 0 && parts.EachRow != "":
+	case len(into) == 0:
+		b.WriteString(parts.End)
+	case readBack == "":
+		b.WriteString(parts.EachRow + parts.End + "  SUSPEND;\n")
+	case counted:
 		b.WriteString("  FOR SELECT * FROM " + readBack + readArgs + " INTO " + strings.Join(into, ", ") + " DO\n  BEGIN\n")
-		b.WriteString(parts.EachRow + "    SUSPEND;\n  END\n")
-	case len(into) > 0:
-		b.WriteString("  FOR SELECT * FROM " + readBack + readArgs + " INTO " + strings.Join(into, ", ") + " DO SUSPEND;\n")
+		b.WriteString("    GATEWAY$ROWS = GATEWAY$ROWS + 1;\n    IF (GATEWAY$ROWS > 1) THEN GATEWAY$SET = CAST('" + manyRows + "' AS INTEGER);\n")
+		b.WriteString(parts.EachRow + "  END\n" + parts.End + "  IF (GATEWAY$ROWS = 1) THEN SUSPEND;\n")
+	case parts.EachRow != "":
+		b.WriteString("  FOR SELECT * FROM " + readBack + readArgs + " INTO " + strings.Join(into, ", ") + " DO\n  BEGIN\n")
+		b.WriteString(parts.EachRow + "    SUSPEND;\n  END\n" + parts.End)
+	default:
+		b.WriteString("  FOR SELECT * FROM " + readBack + readArgs + " INTO " + strings.Join(into, ", ") + " DO SUSPEND;\n" + parts.End)
 	}
-	b.WriteString(parts.End + "END")
+	b.WriteString("END")
 	return b.String(), len(parts.Hidden)
 }
+
+// manyRows is the text of the conversion error a one-row block fails with
+// when its read-back answers a second row: a text no procedure's error
+// holds, which Firebird quotes ("conversion error from string ...").
+const manyRows = "GATEWAY$MANY_ROWS"

@@ -32,7 +32,8 @@ func TestKeyResolvesACommitWhoseAnswerWasLost(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			code := fmt.Sprintf("X%d", time.Now().UnixNano()%1e12)
 			// An identical keyed write on the warm connection, its
-			// statements prepared: its last write is its commit.
+			// statements prepared: the next write is one send, its
+			// commit with its block.
 			if r := postKeyed(t, e.h, token, "warm-"+code, pago("W"+code, 1)); r.status != 200 {
 				t.Fatalf("warm-up: %+v\n%s", r, e.log.String())
 			}

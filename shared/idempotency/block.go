@@ -46,6 +46,9 @@ func (w write) parts(proc, readBack catalog.Procedure) calls.Parts {
 		}
 		parts.End = "  IF (GATEWAY$KEPT = 1) THEN UPDATE " + KeyTable + " SET ANSWER = :GATEWAY$A WHERE RDB$DB_KEY = :GATEWAY$ROW;\n"
 		parts.Hidden = []string{"GATEWAY$KEPT SMALLINT"}
+		// A row that surely fits is always kept: the block then leaves
+		// nothing to run after it.
+		parts.KeepsOneRow = len(header)+f.rowMost() <= inlineMax
 	}
 	parts.Before = "  INSERT INTO " + KeyTable + " (SCOPE, IDEM_KEY, CLAVE, REQUEST_HASH, CREATED_AT) VALUES (:GATEWAY$K0, :GATEWAY$K1, :GATEWAY$K2, :GATEWAY$K3, :GATEWAY$K4)" + claimed
 	return parts

@@ -148,13 +148,7 @@ func (f form) values() string {
 		parts, size = nil, 0
 	}
 	for _, c := range f.cols {
-		chars := keptNumberChars
-		if code := keptCode(c); code == keptText || code == keptChar {
-			chars = c.Chars
-		}
-		// UTF8 takes up to 4 bytes a character; the length's digits and
-		// ":" are the rest.
-		most := chars*4 + 24
+		chars, most := keptChars(c)
 		if size+most > keptPartMax {
 			flush()
 		}
@@ -164,6 +158,27 @@ func (f form) values() string {
 	}
 	flush()
 	return b.String()
+}
+
+// keptChars is the most characters a column's value takes in the kept
+// form's text, and the most bytes its part does: UTF8 takes up to 4 bytes
+// a character, and the length's digits and ":" are the rest.
+func keptChars(c catalog.DBParam) (chars, most int) {
+	chars = keptNumberChars
+	if code := keptCode(c); code == keptText || code == keptChar {
+		chars = c.Chars
+	}
+	return chars, chars*4 + 24
+}
+
+// rowMost is the most bytes one row's values take in the kept form.
+func (f form) rowMost() int {
+	n := 0
+	for _, c := range f.cols {
+		_, most := keptChars(c)
+		n += most
+	}
+	return n
 }
 
 var errKeptUnreadable = errors.New("the kept answer cannot be read")

@@ -127,7 +127,8 @@ func FuzzDecode(f *testing.F) {
 
 // TestKeyedBlock: the block's text for procedures with and without
 // arguments and values to return, with more arguments than inputs, and
-// keeping the answer.
+// keeping the answer, its rows returned as read or its one row after all
+// its work.
 func TestKeyedBlock(t *testing.T) {
 	head := "EXECUTE BLOCK (GATEWAY$TOKEN_ID VARCHAR(255) = ?, GATEWAY$REQUEST_ID VARCHAR(255) = ?, GATEWAY$K0 TYPE OF COLUMN GATEWAY_IDEMPOTENCY.SCOPE = ?, GATEWAY$K1 TYPE OF COLUMN GATEWAY_IDEMPOTENCY.IDEM_KEY = ?, " +
 		"GATEWAY$K2 TYPE OF COLUMN GATEWAY_IDEMPOTENCY.CLAVE = ?, GATEWAY$K3 TYPE OF COLUMN GATEWAY_IDEMPOTENCY.REQUEST_HASH = ?, GATEWAY$K4 TYPE OF COLUMN GATEWAY_IDEMPOTENCY.CREATED_AT = ?"
@@ -137,21 +138,22 @@ func TestKeyedBlock(t *testing.T) {
 		name           string
 		w              write
 		proc, readBack catalog.Procedure
+		oneRow         bool
 		want           string
 	}{
-		{"no arguments", write{Write: calls.Write{Procedure: "P", ReadBack: "R"}}, catalog.Procedure{}, one,
+		{"no arguments", write{Write: calls.Write{Procedure: "P", ReadBack: "R"}}, catalog.Procedure{}, one, false,
 			head + ")\nRETURNS (CODIGO TYPE OF RDB$9)\nAS\nDECLARE GATEWAY$SET INTEGER;\n" + claim + "  EXECUTE PROCEDURE P;\n  FOR SELECT * FROM R INTO :CODIGO DO SUSPEND;\nEND"},
 		{"arguments and values", write{Write: calls.Write{Procedure: "P", ReadBack: "R", Args: []any{1, 2}, ReadArgs: []any{1}}},
 			catalog.Procedure{Inputs: []catalog.DBParam{{Name: "A", Domain: "RDB$1"}, {Name: "B", Domain: "d"}}, Outputs: []catalog.DBParam{{Name: "X", Domain: "RDB$3"}}},
-			catalog.Procedure{Inputs: []catalog.DBParam{{Name: "A", Domain: "RDB$8"}}, Outputs: []catalog.DBParam{{Name: "CODIGO", Domain: "RDB$9"}, {Name: "name", Domain: "RDB$10"}}},
+			catalog.Procedure{Inputs: []catalog.DBParam{{Name: "A", Domain: "RDB$8"}}, Outputs: []catalog.DBParam{{Name: "CODIGO", Domain: "RDB$9"}, {Name: "name", Domain: "RDB$10"}}}, false,
 			head + ", GATEWAY$P0 TYPE OF RDB$1 = ?, GATEWAY$P1 TYPE OF \"d\" = ?, GATEWAY$R0 TYPE OF RDB$8 = ?)\n" +
 				"RETURNS (CODIGO TYPE OF RDB$9, \"name\" TYPE OF RDB$10)\nAS\nDECLARE GATEWAY$SET INTEGER;\nDECLARE GATEWAY$O0 TYPE OF RDB$3;\n" + claim +
 				"  EXECUTE PROCEDURE P(:GATEWAY$P0, :GATEWAY$P1) RETURNING_VALUES :GATEWAY$O0;\n" +
 				"  FOR SELECT * FROM R(:GATEWAY$R0) INTO :CODIGO, :\"name\" DO SUSPEND;\nEND"},
-		{"an argument too many", write{Write: calls.Write{Procedure: "P", ReadBack: "R", Args: []any{1}}}, catalog.Procedure{}, one,
+		{"an argument too many", write{Write: calls.Write{Procedure: "P", ReadBack: "R", Args: []any{1}}}, catalog.Procedure{}, one, false,
 			head + ", GATEWAY$P0 INTEGER = ?)\nRETURNS (CODIGO TYPE OF RDB$9)\nAS\nDECLARE GATEWAY$SET INTEGER;\n" + claim + "  EXECUTE PROCEDURE P(:GATEWAY$P0);\n  FOR SELECT * FROM R INTO :CODIGO DO SUSPEND;\nEND"},
 		{"keeping the answer", write{Write: calls.Write{Procedure: "P", ReadBack: "R", ReadArgs: []any{1}}, keep: true}, catalog.Procedure{},
-			catalog.Procedure{Inputs: []catalog.DBParam{{Name: "A", Domain: "RDB$8"}}, Outputs: []catalog.DBParam{{Name: "CODIGO", Domain: "RDB$9", Type: "VARCHAR", Charset: "UTF8", Chars: 15}, {Name: "it's", Domain: "RDB$10", Type: "INTEGER"}}},
+			catalog.Procedure{Inputs: []catalog.DBParam{{Name: "A", Domain: "RDB$8"}}, Outputs: []catalog.DBParam{{Name: "CODIGO", Domain: "RDB$9", Type: "VARCHAR", Charset: "UTF8", Chars: 15}, {Name: "it's", Domain: "RDB$10", Type: "INTEGER"}}}, false,
 			head + ", GATEWAY$R0 TYPE OF RDB$8 = ?)\n" +
 				"RETURNS (CODIGO TYPE OF RDB$9, \"it's\" TYPE OF RDB$10, GATEWAY$KEPT SMALLINT)\n" +
 				"AS\n" +
@@ -174,10 +176,36 @@ func TestKeyedBlock(t *testing.T) {
 				"  END\n" +
 				"  IF (GATEWAY$KEPT = 1) THEN UPDATE GATEWAY_IDEMPOTENCY SET ANSWER = :GATEWAY$A WHERE RDB$DB_KEY = :GATEWAY$ROW;\n" +
 				"END"},
+		{"keeping a one-row answer", write{Write: calls.Write{Procedure: "P", ReadBack: "R"}, keep: true}, catalog.Procedure{},
+			catalog.Procedure{Outputs: []catalog.DBParam{{Name: "N", Domain: "RDB$9", Type: "INTEGER"}}}, true,
+			head + ")\n" +
+				"RETURNS (N TYPE OF RDB$9, GATEWAY$KEPT SMALLINT)\n" +
+				"AS\n" +
+				"DECLARE GATEWAY$SET INTEGER;\n" +
+				"DECLARE GATEWAY$ROWS INTEGER = 0;\n" +
+				"DECLARE GATEWAY$A VARCHAR(8000) CHARACTER SET OCTETS;\n" +
+				"DECLARE GATEWAY$V VARCHAR(32765) CHARACTER SET OCTETS;\n" +
+				"DECLARE GATEWAY$ROW CHAR(8) CHARACTER SET OCTETS;\n" +
+				"BEGIN\n" + "  GATEWAY$SET = RDB$SET_CONTEXT('USER_TRANSACTION', 'GATEWAY_TOKEN_ID', :GATEWAY$TOKEN_ID);\n  GATEWAY$SET = RDB$SET_CONTEXT('USER_TRANSACTION', 'GATEWAY_REQUEST_ID', :GATEWAY$REQUEST_ID);\n" +
+				"  INSERT INTO GATEWAY_IDEMPOTENCY (SCOPE, IDEM_KEY, CLAVE, REQUEST_HASH, CREATED_AT) VALUES (:GATEWAY$K0, :GATEWAY$K1, :GATEWAY$K2, :GATEWAY$K3, :GATEWAY$K4) RETURNING RDB$DB_KEY INTO :GATEWAY$ROW;\n" +
+				"  EXECUTE PROCEDURE P;\n" +
+				"  GATEWAY$A = 'K1;i1:N';\n" +
+				"  GATEWAY$KEPT = 1;\n" +
+				"  FOR SELECT * FROM R INTO :N DO\n" +
+				"  BEGIN\n" +
+				"    GATEWAY$ROWS = GATEWAY$ROWS + 1;\n" +
+				"    IF (GATEWAY$ROWS > 1) THEN GATEWAY$SET = CAST('GATEWAY$MANY_ROWS' AS INTEGER);\n" +
+				"    GATEWAY$V = COALESCE(OCTET_LENGTH(CAST(:N AS VARCHAR(32) CHARACTER SET UTF8)) || ':' || CAST(:N AS VARCHAR(32) CHARACTER SET UTF8), '-');\n" +
+				"    IF (GATEWAY$KEPT = 1 AND OCTET_LENGTH(GATEWAY$A) + OCTET_LENGTH(GATEWAY$V) <= 8000) THEN GATEWAY$A = GATEWAY$A || GATEWAY$V;\n" +
+				"    ELSE GATEWAY$KEPT = 0;\n" +
+				"  END\n" +
+				"  IF (GATEWAY$KEPT = 1) THEN UPDATE GATEWAY_IDEMPOTENCY SET ANSWER = :GATEWAY$A WHERE RDB$DB_KEY = :GATEWAY$ROW;\n" +
+				"  IF (GATEWAY$ROWS = 1) THEN SUSPEND;\n" +
+				"END"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got, _ := firebird.WriteBlock(tt.w.Procedure, len(tt.w.Args), tt.w.ReadBack, len(tt.w.ReadArgs), tt.proc, tt.readBack, tt.w.parts(tt.proc, tt.readBack)); got != tt.want {
+			if got, _ := firebird.WriteBlock(tt.w.Procedure, len(tt.w.Args), tt.w.ReadBack, len(tt.w.ReadArgs), tt.proc, tt.readBack, tt.w.parts(tt.proc, tt.readBack), tt.oneRow); got != tt.want {
 				t.Fatalf("\n%s\nwant\n%s", got, tt.want)
 			}
 		})

@@ -147,6 +147,19 @@ func (e *Encoder) Row(vals []any) error {
 	return nil
 }
 
+// Holds reports whether one more row, of at most raw bytes as the database
+// sends it (its columns' names included), surely fits the answer's limits:
+// a caller that could not take the row back (its write committed with it)
+// asks first. A byte of a value takes at most 6 in JSON (\u00XX), 7 once
+// the answer is a JSON string (StringSize); quotes and separators little
+// more.
+func (e *Encoder) Holds(raw int) bool {
+	if e.lim.MaxRows > 0 && e.rows >= e.lim.MaxRows {
+		return false
+	}
+	return e.lim.MaxBytes <= 0 || len(e.buf)+e.extra+7*raw+len(e.suffix)+64 <= e.lim.MaxBytes
+}
+
 // KeepFirst makes the encoder keep the first row's values, for First: a
 // batch passes them from one call to the next. Other answers copy nothing.
 func (e *Encoder) KeepFirst() { e.keepFirst = true }

@@ -457,10 +457,13 @@ func (stmt *firebirdsqlStmt) query(ctx context.Context, args []driver.Value) (dr
 		}
 	}
 	if err != nil {
-		if errors.Is(err, os.ErrDeadlineExceeded) {
+		if errors.Is(err, os.ErrDeadlineExceeded) && !commit {
 			err = stmt.cancelAndDrain()
 		}
-		if contextErrOrDeadlineExceeded(ctx) != nil {
+		if contextErrOrDeadlineExceeded(ctx) != nil || commit && !serverRefused(err) {
+			// With a commit sent, a refusal the server answered means
+			// every answer of the flush was read; anything else leaves
+			// the commit's outcome unknown and the wire out of step.
 			return nil, fmt.Errorf("%w: %w", err, driver.ErrBadConn)
 		}
 		return nil, err

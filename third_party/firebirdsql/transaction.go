@@ -159,7 +159,8 @@ type commitWithKey struct{}
 // statement's round trip (after its execute and, for a SELECT, its first
 // fetch, and after the transaction's begin when that goes with it too),
 // and the transaction's Commit then reports that commit's outcome without
-// a round trip of its own. Rollback then does nothing.
+// a round trip of its own. Rollback then does nothing, unless the server
+// refused the commit: it then rolls the transaction back.
 //
 // The commit is sent before the statement's answer is known, so it commits
 // whatever the statement leaves: a statement that fails is undone by its
@@ -168,7 +169,11 @@ type commitWithKey struct{}
 // row it returned, so one that is to commit only when it succeeds must do
 // its work before its first row. A query whose rows do not all come with
 // its first fetch fails, its transaction committed; and its BLOBs, read by
-// Rows.Next in their transaction, can no longer be read.
+// Rows.Next in their transaction, can no longer be read. While the
+// statement runs, the commit queued behind it keeps a cancel from reaching
+// it (Firebird 3 reads op_cancel after the requests sent before it): a
+// context that ends then ends the connection (cancel_hard_drop), and the
+// commit's outcome is unknown.
 func CommitWith(ctx context.Context) context.Context {
 	return context.WithValue(ctx, commitWithKey{}, true)
 }
@@ -183,14 +188,17 @@ func (tx *firebirdsqlTx) sendCommit() error {
 	return tx.fc.wp.opCommit(tx.transHandle)
 }
 
-// commitResponse reads the answer to sendCommit's commit: the transaction
-// has ended whatever it says.
+// commitResponse reads the answer to sendCommit's commit. A commit the
+// server refused (an ON TRANSACTION COMMIT trigger's exception, say)
+// leaves the transaction as it was: Rollback then ends it.
 func (tx *firebirdsqlTx) commitResponse() error {
 	_, _, _, err := tx.fc.wp.opResponse()
-	tx.fc.wp.clearInlineBlobCache(tx.transHandle)
-	tx.isAutocommit = tx.fc.isAutocommit
-	tx.needBegin = true
 	tx.committedWith, tx.commitErr = true, err
+	if err == nil {
+		tx.fc.wp.clearInlineBlobCache(tx.transHandle)
+		tx.isAutocommit = tx.fc.isAutocommit
+		tx.needBegin = true
+	}
 	return err
 }
 
@@ -304,7 +312,10 @@ func (tx *firebirdsqlTx) Commit() (err error) {
 // database/sql rolls back precisely when that context has ended.
 func (tx *firebirdsqlTx) Rollback() (err error) {
 	tx.ctx = nil
-	tx.committedWith = false // the commit went with the statement: too late
+	// After a commit sent with a statement (CommitWith), a transaction
+	// that committed has ended; one whose commit was refused is rolled
+	// back.
+	tx.committedWith = false
 	if tx.needBegin {
 		return nil // never begun: nothing to roll back
 	}
