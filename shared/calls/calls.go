@@ -10,6 +10,7 @@ package calls
 import (
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 
@@ -41,6 +42,31 @@ const (
 // back and is returned as it is, never retried: the body's own verdict,
 // which its caller reads from what the body recorded.
 var ErrRollback = errors.New("calls: rolled back by its body")
+
+// ErrStepByStep, from Tx.Document: run the calls one statement each.
+var ErrStepByStep = errors.New("calls: the calls run one statement each")
+
+// ErrRunAgain, returned by a body (wrapped), has the store roll its
+// transaction back and run the body once more: a statement learnt that it
+// must run otherwise, after running part of its work.
+var ErrRunAgain = errors.New("calls: the transaction runs again")
+
+// CallError is the failure of one call of a Document: Err, or a reference
+// of the call's that found no row in the answer it names (NoRow).
+type CallError struct {
+	Index int
+	NoRow *catalog.Ref
+	Err   error
+}
+
+func (e *CallError) Error() string {
+	if e.NoRow != nil {
+		return fmt.Sprintf("call %d: a reference to call %d found no row", e.Index, e.NoRow.From)
+	}
+	return fmt.Sprintf("call %d: %v", e.Index, e.Err)
+}
+
+func (e *CallError) Unwrap() error { return e.Err }
 
 // Store is an instance's database as the sequence uses it; *firebird.Pools
 // is the real one.
@@ -75,6 +101,13 @@ type Tx interface {
 	// keep a one-row answer: Parts.KeepsOneRow), the store may send the
 	// transaction's commit with the block: its commit then reports that.
 	Write(ctx context.Context, name string, w Write, parts func(proc, readBack catalog.Procedure) Parts, extra []any, out *record.Encoder) (hidden []any, err error)
+	// Document runs calls, every one a write, as one statement in which
+	// the database passes the references between them, and encodes each
+	// call's answer into its out. It returns ErrStepByStep when it cannot
+	// run them so: alone, having run nothing; with ErrRunAgain, after a
+	// failure it cannot lay on one call. A failure of one call is a
+	// *CallError; anything else fails as the other statements do.
+	Document(ctx context.Context, calls []catalog.Call, outs []*record.Encoder) error
 	// Exec runs a statement that returns no rows.
 	Exec(ctx context.Context, query string, args []any) error
 	// Row runs query and returns its first row, nil when there is none.

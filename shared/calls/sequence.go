@@ -26,6 +26,9 @@ type Sequence struct {
 	Dry bool
 	// MaxAnswer bounds a batch's whole answer, in bytes.
 	MaxAnswer int
+	// stepByStep: the store cannot run this batch's writes as one
+	// statement (Tx.Document), so they run one by one.
+	stepByStep bool
 }
 
 // Step is one call of a sequence and how it went.
@@ -106,6 +109,16 @@ func (q *Sequence) run(ctx context.Context, tx Tx, keeper Keeper) error {
 		st.Refused, st.Missing, st.Ran, st.Started = nil, "", false, false
 	}
 	single := q.Single && q.Writes()
+	if q.Execute && !q.Single && keeper == nil && !q.stepByStep && q.allWrite() {
+		err := q.document(ctx, tx)
+		if !errors.Is(err, ErrStepByStep) {
+			return err
+		}
+		q.stepByStep = true
+		if errors.Is(err, ErrRunAgain) {
+			return err
+		}
+	}
 	if keeper != nil && !single {
 		if err := keeper.Claim(ctx, tx); err != nil {
 			return err
@@ -161,6 +174,66 @@ func (q *Sequence) run(ctx context.Context, tx Tx, keeper Keeper) error {
 	return nil
 }
 
+// allWrite reports whether every call of the sequence writes.
+func (q *Sequence) allWrite() bool {
+	for _, st := range q.Steps {
+		if st.Call.Op.Endpoint != catalog.Execute {
+			return false
+		}
+	}
+	return true
+}
+
+// document runs a batch of writes as one statement (Tx.Document) and
+// records how each call went as the calls run one by one would; it
+// returns ErrStepByStep when they must run so.
+func (q *Sequence) document(ctx context.Context, tx Tx) error {
+	cs := make([]catalog.Call, len(q.Steps))
+	outs := make([]*record.Encoder, len(q.Steps))
+	for i, st := range q.Steps {
+		cs[i], outs[i] = st.Call, st.Out
+	}
+	err := tx.Document(ctx, cs, outs)
+	var ce *CallError
+	switch {
+	case errors.Is(err, ErrStepByStep):
+		for _, st := range q.Steps {
+			st.Out.Reset()
+		}
+		return err
+	case errors.As(err, &ce):
+		for i := range ce.Index {
+			q.Steps[i].Started, q.Steps[i].Ran = true, true
+		}
+		st := &q.Steps[ce.Index]
+		st.Started = true
+		var exc *erp.Exception
+		switch {
+		case ce.NoRow != nil:
+			st.Missing = missing(st.Call, *ce.NoRow, "no row")
+			return ErrRollback
+		case errors.As(ce.Err, &exc):
+			st.Refused = exc
+			return ErrRollback
+		}
+		return fmt.Errorf("call %d of the batch (%s): %w", ce.Index, st.Call.Op.Clave, ce.Err)
+	case err != nil:
+		// Out of reach or of time, no call to name: the batch's failure.
+		return err
+	}
+	size := 2 // the brackets
+	for i := range q.Steps {
+		q.Steps[i].Started, q.Steps[i].Ran = true, true
+		if size += len(q.Steps[i].Out.Finish()) + 1; size > q.MaxAnswer {
+			return fmt.Errorf("the batch's answer: %w", erp.ErrAnswerTooLarge)
+		}
+	}
+	if q.Dry {
+		return ErrRollback
+	}
+	return nil
+}
+
 // step runs one call in tx; keeper adds its key to a single write's block,
 // and last says the write is its transaction's last statement.
 func step(ctx context.Context, tx Tx, call catalog.Call, out *record.Encoder, keeper Keeper, last bool) ([]any, error) {
@@ -192,12 +265,17 @@ func resolve(call catalog.Call, steps []Step) (catalog.Call, string) {
 			if from.Out.Rows() == 0 || !from.Ran {
 				what = "no row"
 			}
-			return call, fmt.Sprintf("%s takes %s of the first row of call %d's answer, which has %s", call.Op.Params[ref.Param].Name, ref.Field, ref.From, what)
+			return call, missing(call, ref, what)
 		}
 		args[ref.Param] = v
 	}
 	call.Args = args
 	return call, ""
+}
+
+// missing says what a reference of call's did not find.
+func missing(call catalog.Call, ref catalog.Ref, what string) string {
+	return fmt.Sprintf("%s takes %s of the first row of call %d's answer, which has %s", call.Op.Params[ref.Param].Name, ref.Field, ref.From, what)
 }
 
 // Fingerprint identifies the sequence's request: its single call's, or a

@@ -39,19 +39,37 @@ type Ref struct {
 
 // ReadBackArgs are the arguments of the write's read-back procedure.
 func (c Call) ReadBackArgs() []any {
+	from := c.ReadBackFrom()
+	if from == nil {
+		return nil
+	}
+	args := make([]any, len(from))
+	for i, j := range from {
+		if j >= 0 {
+			args[i] = c.Args[j]
+		}
+	}
+	return args
+}
+
+// ReadBackFrom is, for each argument of the write's read-back procedure,
+// the index in Args of the parameter it repeats, -1 for none (NULL); nil
+// without a read-back.
+func (c Call) ReadBackFrom() []int {
 	rb := c.Op.ReadBack
 	if rb == nil {
 		return nil
 	}
-	args := make([]any, len(rb.Params))
+	from := make([]int, len(rb.Params))
 	for i, name := range rb.Params {
+		from[i] = -1
 		for j, p := range c.Op.Params {
 			if p.Name == name {
-				args[i] = c.Args[j]
+				from[i] = j
 			}
 		}
 	}
-	return args
+	return from
 }
 
 // Parse decodes and validates a request body sent to endpoint. Every refusal

@@ -2,27 +2,22 @@ package firebird
 
 import (
 	"context"
-	"database/sql/driver"
 	"errors"
 	"regexp"
 
 	"github.com/nakagami/firebirdsql"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
-	"github.com/erp-gateway/gateway/shared/record"
 )
 
-// block runs an EXECUTE BLOCK that write writes from the signatures of
-// procedures (upper case), as this connection's attachment sees them:
-// Firebird keeps a procedure's definition per attachment, so the
+// block runs, by run, an EXECUTE BLOCK that write writes from the
+// signatures of procedures (upper case), as this connection's attachment
+// sees them: Firebird keeps a procedure's definition per attachment, so the
 // signatures are read once per connection (one round trip, the first time)
 // and the block kept under name for the connection's life. A kept block
 // that no longer prepares (its procedures changed) is written afresh once.
-// Its rows are encoded into out as Query does, and the hidden columns of
-// the last row returned; when commit says so of the block, the
-// transaction's commit goes with it. A failure reads as the plain
-// statements' would, without the position in the block the server adds.
-func (s *Session) block(ctx context.Context, name string, procedures []string, write func(map[string]catalog.Procedure) block, args []any, out *record.Encoder, commit func(block) bool) (last []driver.Value, err error) {
+// A failure keeps the position in the block the server adds (unblock).
+func (s *Session) block(ctx context.Context, name string, procedures []string, write func(map[string]catalog.Procedure) block, run func(block) error) error {
 	for fresh := false; ; fresh = true {
 		b, cached := s.conn.blocks[name]
 		if !cached {
@@ -32,17 +27,17 @@ func (s *Session) block(ctx context.Context, name string, procedures []string, w
 			sigs, err := signatures(ctx, s.each, procedures)
 			if err != nil {
 				s.at.Store(int32(preparing)) // whatever phase the reading left
-				return nil, err
+				return err
 			}
 			b = write(sigs)
 			s.conn.blocks[name] = b
 		}
-		last, err = s.Query(ctx, b.text, args, out, b.hidden, commit != nil && commit(b))
+		err := run(b)
 		if err != nil && phase(s.at.Load()) == preparing && cached && !fresh {
 			delete(s.conn.blocks, name)
 			continue
 		}
-		return last, unblock(err)
+		return err
 	}
 }
 
@@ -55,6 +50,9 @@ type block struct {
 	// with it. row is the most bytes that row takes, names included.
 	oneRow bool
 	row    int
+	// doc lays out a document's block (Session.Document); nil when the
+	// document's calls run one by one.
+	doc *document
 }
 
 // unblock removes from a failure of a block the position in the block

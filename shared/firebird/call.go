@@ -77,7 +77,7 @@ func (p *Pools) Ping(ctx context.Context, t erp.Target) error {
 // retried, so out has one writer at a time. A call on the write path first
 // hunts for orphans when one is due (huntDue).
 func (p *Pools) Transact(ctx context.Context, t erp.Target, mode calls.Mode, out *record.Encoder, body func(context.Context, calls.Tx) error) error {
-	reruns, manyAgain := 0, false
+	reruns, again := 0, false
 	for attempt := 0; ; attempt++ {
 		cur, err := p.get(t)
 		if err != nil {
@@ -103,10 +103,10 @@ func (p *Pools) Transact(ctx context.Context, t erp.Target, mode calls.Mode, out
 			reruns++
 			continue
 		}
-		if errors.Is(err, errManyRows) && !manyAgain {
-			// Its block learnt that its read-back answers rows: it runs
-			// again as a block that returns them as they are read.
-			manyAgain = true
+		if errors.Is(err, calls.ErrRunAgain) && !again {
+			// A block learnt that it must run otherwise (a read-back that
+			// answers rows, a document its calls one by one).
+			again = true
 			continue
 		}
 		ph := phase(at.Load())

@@ -129,24 +129,32 @@ func run(ctx context.Context, st *stmt, args []any) (driver.Rows, error) {
 // row, each nil (NULL) when there is none. With commit, the transaction's
 // commit goes with it (openCommitting).
 func (s *Session) Query(ctx context.Context, query string, args []any, out *record.Encoder, hidden int, commit bool) (last []driver.Value, err error) {
+	err = s.query(ctx, query, args, commit, func(rows driver.Rows) (err error) {
+		last, err = collect(rows, out, hidden)
+		return err
+	})
+	return last, err
+}
+
+// query runs a statement and hands its rows to consume.
+func (s *Session) query(ctx context.Context, query string, args []any, commit bool, consume func(driver.Rows) error) error {
 	rows, err := s.openCommitting(ctx, query, args, commit)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	last, err = collect(rows, out, hidden)
-	if err != nil {
+	if err := consume(rows); err != nil {
 		// Past an answer's limits the rest is not fetched: closing the
 		// cursor tells the server to stop.
 		if s.conn.settle(ctx, s.fc, err) {
 			rows.Close() //nolint:errcheck // the fetch's error is the one to report
 		}
-		return nil, s.failed(ctx, query, err)
+		return s.failed(ctx, query, err)
 	}
 	// Closes the cursor and keeps the statement for the next call.
 	if err := rows.Close(); err != nil {
-		return nil, s.failed(ctx, query, err)
+		return s.failed(ctx, query, err)
 	}
-	return last, nil
+	return nil
 }
 
 func named(args []any) []driver.NamedValue {

@@ -2,6 +2,7 @@ package firebird
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strings"
@@ -55,7 +56,8 @@ func (s *Session) Write(ctx context.Context, name string, w calls.Write, parts f
 		form += " rows"
 	}
 	fresh := time.Since(s.conn.used) < freshFor
-	last, err := s.block(ctx, form, procs, func(sigs map[string]catalog.Procedure) block {
+	var last []driver.Value
+	err := s.block(ctx, form, procs, func(sigs map[string]catalog.Procedure) block {
 		var p calls.Parts
 		proc, rb := sigs[procs[0]], sigs[strings.ToUpper(w.ReadBack)]
 		if parts != nil {
@@ -66,9 +68,11 @@ func (s *Session) Write(ctx context.Context, name string, w calls.Write, parts f
 		b.row, b.oneRow = rowBytes(calls.Answers(w.ReadBack, proc, rb))
 		b.oneRow = b.oneRow && !many && (parts == nil || p.KeepsOneRow)
 		return b
-	}, argv, out, func(b block) bool {
-		return w.Last && b.oneRow && fresh && out.Holds(b.row)
+	}, func(b block) (err error) {
+		last, err = s.Query(ctx, b.text, argv, out, b.hidden, w.Last && b.oneRow && fresh && out.Holds(b.row))
+		return err
 	})
+	err = unblock(err)
 	if isManyRows(err) {
 		s.conn.many.Store(key, true)
 		return nil, fmt.Errorf("%w: %w", errManyRows, err)
@@ -94,7 +98,7 @@ const freshFor = 5 * time.Second
 // errManyRows: a one-row block's read-back answered a second row, and the
 // block failed, everything undone (WriteBlock): the call runs again, its
 // block written to return the rows as they are read.
-var errManyRows = errors.New("firebird: the read-back answered more than one row")
+var errManyRows = fmt.Errorf("firebird: the read-back answered more than one row: %w", calls.ErrRunAgain)
 
 // isManyRows reports the failure of a one-row block whose read-back
 // answered a second row.

@@ -95,6 +95,11 @@ func testOperations() []catalog.Operation {
 			Params:   []catalog.Param{{Name: "CODIGO", MaxLen: 20, Required: true}, {Name: "VALOR", Kind: catalog.Integer, Bits: 32}},
 			ReadBack: &catalog.ReadBack{Procedure: "REST_TEST_PAGOS", Params: []string{"CODIGO"}}},
 		broken, big,
+		// A payment read back by a procedure that answers no row
+		// (document_test.go).
+		catalog.Operation{Clave: "Set_Pago_Sin_Filas", Endpoint: catalog.Execute, Procedure: "REST_TEST_PAGAR",
+			Params:   []catalog.Param{{Name: "CODIGO", MaxLen: 20, Required: true}, {Name: "VALOR", Kind: catalog.Integer, Bits: 32}},
+			ReadBack: &catalog.ReadBack{Procedure: "REST_TEST_NADA", Params: []string{"CODIGO"}}},
 		catalog.Operation{Clave: "Set_Pedido", Endpoint: catalog.Execute, Procedure: "REST_INSERT_PEDIDO",
 			Params: []catalog.Param{{Name: "TERCERO", MaxLen: 15, Required: true}, {Name: "FECHA", Kind: catalog.Date}, {Name: "NOTA", MaxLen: 200}}},
 		catalog.Operation{Clave: "Set_Pedido_Linea", Endpoint: catalog.Execute, Procedure: "REST_INSERT_PEDIDO_LINEA",
