@@ -26,6 +26,14 @@ type counted struct {
 	// refuseBegin spoils the next send, which must begin with a
 	// transaction's begin (op_transaction), so that the server refuses it.
 	refuseBegin atomic.Bool
+	// refuseLate spoils the next send, which must begin with a statement's
+	// free left for the next request (op_free_statement), so that the
+	// server refuses the free, its answer read late.
+	refuseLate atomic.Bool
+	// refuseBlob spoils the next send of a BLOB's open with its first
+	// segment's request (36 bytes: op_open_blob2, op_get_segment), so that
+	// the server refuses the open.
+	refuseBlob atomic.Bool
 }
 
 type countedConn struct {
@@ -53,6 +61,16 @@ func (cc *countedConn) Write(p []byte) (int, error) {
 		// its output flips the same bit of what the server reads.
 		p = bytes.Clone(p)
 		p[12] ^= 3 ^ 99
+	}
+	if len(p) > 12 && cc.c.refuseLate.Swap(false) {
+		// The statement's handle, made one the server does not have.
+		p = bytes.Clone(p)
+		p[6] ^= 0x7f
+	}
+	if len(p) == 36 && cc.c.refuseBlob.Swap(false) {
+		// The BLOB id's number, made one the transaction does not have.
+		p = bytes.Clone(p)
+		p[19] ^= 0x7f
 	}
 	return cc.Conn.Write(p)
 }

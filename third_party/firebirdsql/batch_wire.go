@@ -190,13 +190,8 @@ func (p *wireProtocol) opBatchCompletion() (*batchCompletion, error) {
 			return nil, err
 		}
 	}
-	for bytes_to_bint32(b) == op_response && p.lazyResponseCount > 0 {
-		p.lazyResponseCount--
-		_, _, _, _ = p._parse_op_response()
-		b, err = p.recvPackets(4)
-		if err != nil {
-			return nil, err
-		}
+	if b, err = p.drainLazy(b); err != nil {
+		return nil, err
 	}
 	opcode := bytes_to_bint32(b)
 	if opcode == op_response {

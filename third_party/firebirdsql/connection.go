@@ -126,7 +126,9 @@ func (fc *firebirdsqlConn) ProtocolVersion() int {
 // with the previous exchange's late response.
 // Unlike driver.ErrBadConn this does not make database/sql retry the statement.
 func (fc *firebirdsqlConn) IsValid() bool {
-	return !fc.wp.desynced
+	// A request answered late that the server refused (drainLazy) left
+	// its object in a state nobody knows.
+	return !fc.wp.desynced && fc.wp.lazyErr == nil
 }
 
 // errConnDesynced is returned instead of writing to a connection whose wire is desynced.

@@ -49,11 +49,18 @@ func (stmt *firebirdsqlStmt) freeStatement(mode int32) error {
 		stmt.activeBatch.releaseBeforeFree()
 		stmt.activeBatch = nil
 	}
+	lazy := (stmt.fc.wp.acceptType & ptype_MASK) == ptype_lazy_send
+	// On a lazy port the free waits in the write buffer for the next
+	// request, as Firebird's own client defers it: it costs no round trip
+	// of its own.
+	corked := stmt.fc.wp.corked
+	stmt.fc.wp.corked = corked || lazy
 	err := stmt.fc.wp.opFreeStatement(stmt.stmtHandle, mode)
+	stmt.fc.wp.corked = corked
 	if err != nil {
 		return err
 	}
-	if (stmt.fc.wp.acceptType & ptype_MASK) == ptype_lazy_send {
+	if lazy {
 		stmt.fc.wp.lazyResponseCount++
 	} else {
 		// Teardown read: bound it so a silent wire can't hang rows.Close()/stmt.Close()
@@ -517,7 +524,14 @@ func newFirebirdsqlStmt(fc *firebirdsqlConn, query string) (stmt *firebirdsqlStm
 
 	if (stmt.fc.wp.acceptType&ptype_MASK) == ptype_lazy_send && stmt.fc.wp.lazyResponseCount > 0 {
 		stmt.fc.wp.lazyResponseCount--
-		stmt.stmtHandle, _, _, _ = stmt.fc.wp.opResponse()
+		var allocErr error
+		if stmt.stmtHandle, _, _, allocErr = stmt.fc.wp.opResponse(); allocErr != nil {
+			// No statement was allocated: the prepare, naming the last
+			// object, was refused or acted on another. Its answer is read
+			// to stay in step, and the allocate's error is the prepare's.
+			stmt.fc.wp.opResponse() //nolint:errcheck // the allocate's error is the one to report
+			return nil, allocErr
+		}
 	}
 
 	_, _, buf, err := stmt.fc.wp.opResponse()

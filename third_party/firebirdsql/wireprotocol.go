@@ -125,6 +125,9 @@ type wireProtocol struct {
 	acceptArchitecture int32
 	acceptType         int32
 	lazyResponseCount  int
+	// lazyErr is the first refusal among the answers read late
+	// (drainLazy).
+	lazyErr error
 
 	pluginName string
 	user       string
@@ -1147,9 +1150,36 @@ func (p *wireProtocol) getBlobSegments(blobId []byte, transHandle int32) ([]byte
 
 	suspendBuf := p.suspendBuffer()
 	blob := []byte{}
-	p.opOpenBlob2(blobId, transHandle)
+	// On a lazy port the first op_get_segment goes with the open, naming
+	// the BLOB the open creates by the last-object handle, and the close
+	// waits for the next request (as Firebird's own client defers it): a
+	// BLOB that fits one answer costs one round trip (was 2, and its close
+	// one more).
+	lazy := (p.acceptType & ptype_MASK) == ptype_lazy_send
+	var err error
+	if lazy {
+		err = p.pipeline(func() error {
+			if err := p.opOpenBlob2(blobId, transHandle); err != nil {
+				return err
+			}
+			return p.opGetSegment(lastObject)
+		})
+	} else {
+		err = p.opOpenBlob2(blobId, transHandle)
+	}
+	if err != nil {
+		p.resumeBuffer(suspendBuf)
+		return nil, err
+	}
 	blobHandle, _, _, err := p.opResponse()
 	if err != nil {
+		if lazy && serverRefused(err) {
+			// The segment's answer, a refusal too (no BLOB was created),
+			// is read to keep the wire in step.
+			if _, _, _, serr := p.opResponse(); !serverRefused(serr) {
+				err = serr
+			}
+		}
 		p.resumeBuffer(suspendBuf)
 		return nil, err
 	}
@@ -1157,8 +1187,10 @@ func (p *wireProtocol) getBlobSegments(blobId []byte, transHandle int32) ([]byte
 	var rbuf []byte
 	var more_data int32
 	more_data = 1
-	for more_data != 2 {
-		p.opGetSegment(blobHandle)
+	for asked := lazy; more_data != 2; asked = false {
+		if !asked {
+			p.opGetSegment(blobHandle)
+		}
 		more_data, _, rbuf, err = p.opResponse()
 		if err != nil {
 			// A server-reported error (FbError) arrives in a fully parsed frame, so return
@@ -1183,10 +1215,14 @@ func (p *wireProtocol) getBlobSegments(blobId []byte, transHandle int32) ([]byte
 		}
 	}
 
-	p.opCloseBlob(blobHandle)
-	if (p.acceptType & ptype_MASK) == ptype_lazy_send {
+	if lazy {
+		// Left in the write buffer: the next request's flush sends it.
+		p.corked = true
+		err = p.opCloseBlob(blobHandle)
+		p.corked = false
 		p.lazyResponseCount++
 	} else {
+		p.opCloseBlob(blobHandle)
 		_, _, _, err = p.opResponse()
 	}
 
@@ -1900,10 +1936,8 @@ func (p *wireProtocol) opFetchResponse(stmtHandle int32, transHandle int32, xsql
 		b, _ = p.recvPackets(4)
 	}
 
-	for bytes_to_bint32(b) == op_response && p.lazyResponseCount > 0 {
-		p.lazyResponseCount--
-		p._parse_op_response()
-		b, _ = p.recvPackets(4)
+	if b, err = p.drainLazy(b); err != nil {
+		return nil, false, err
 	}
 	b, err = p.consumeInlineBlobsStarting(b)
 	if err != nil {
@@ -2065,10 +2099,8 @@ func (p *wireProtocol) opResponse() (int32, []byte, []byte, error) {
 		b, _ = p.recvPackets(4)
 
 	}
-	for bytes_to_bint32(b) == op_response && p.lazyResponseCount > 0 {
-		p.lazyResponseCount--
-		_, _, _, _ = p._parse_op_response()
-		b, _ = p.recvPackets(4)
+	if b, err = p.drainLazy(b); err != nil {
+		return 0, nil, nil, err
 	}
 
 	if bytes_to_bint32(b) != op_response {
@@ -2077,7 +2109,8 @@ func (p *wireProtocol) opResponse() (int32, []byte, []byte, error) {
 		}
 		return 0, nil, nil, NewErrOpResonse(bytes_to_bint32(b))
 	}
-	return p._parse_op_response()
+	h, oid, buf, err := p._parse_op_response()
+	return h, oid, buf, p.lazyFirst(err)
 }
 
 // abandonReadTimeout bounds a blocking op_response read on a connection that is being
@@ -2108,6 +2141,48 @@ func (p *wireProtocol) opResponseTimeout(d time.Duration) (int32, []byte, []byte
 // op_response after it to read.
 type answeredInFull struct{ error }
 
+// drainLazy reads, ahead of b (the start of the next answer), the answers
+// of requests whose answers were left for later (lazyResponseCount) and
+// returns the start of the answer after them. A refusal among them is kept
+// in lazyErr: what it left on the server (a cursor open, a BLOB open) is
+// unknown, so the connection is not reused (IsValid), and the answer
+// after it that fails reports it first (lazyFirst).
+func (p *wireProtocol) drainLazy(b []byte) ([]byte, error) {
+	for bytes_to_bint32(b) == op_response && p.lazyResponseCount > 0 {
+		p.lazyResponseCount--
+		if _, _, _, err := p._parse_op_response(); err != nil {
+			if !serverRefused(err) {
+				return b, err
+			}
+			if p.lazyErr == nil {
+				p.lazyErr = err
+			}
+		}
+		var err error
+		if b, err = p.recvPackets(4); err != nil {
+			return b, err
+		}
+	}
+	return b, nil
+}
+
+// lazyFirst is err, the failure of an answer read after drainLazy, or,
+// when a late answer before it said the attachment is gone (shut down,
+// lost), that refusal, the answer's cause: its own text (a cursor still
+// open, say) would blame the statement.
+func (p *wireProtocol) lazyFirst(err error) error {
+	var fb *FbError
+	if err == nil || !errors.As(p.lazyErr, &fb) || errors.Is(err, p.lazyErr) {
+		return err
+	}
+	for _, c := range fb.GDSCodes {
+		if c == ISCAttShutdown || c == ISCShutdown || c == ISCLostDbConnection || c == ISCNetworkError {
+			return fmt.Errorf("%w (then: %v)", p.lazyErr, err)
+		}
+	}
+	return err
+}
+
 func (p *wireProtocol) opSqlResponse(xsqlda []xSQLVAR) ([]driver.Value, error) {
 	p.debugPrint("opSqlResponse")
 	b, err := p.recvPackets(4)
@@ -2120,10 +2195,8 @@ func (p *wireProtocol) opSqlResponse(xsqlda []xSQLVAR) ([]driver.Value, error) {
 			return nil, err
 		}
 	}
-	for bytes_to_bint32(b) == op_response && p.lazyResponseCount > 0 {
-		p.lazyResponseCount--
-		_, _, _, _ = p._parse_op_response()
-		b, _ = p.recvPackets(4)
+	if b, err = p.drainLazy(b); err != nil {
+		return nil, err
 	}
 	b, err = p.consumeInlineBlobsStarting(b)
 	if err != nil {
