@@ -102,14 +102,18 @@ type Tx interface {
 	// transaction's commit with the block: its commit then reports that.
 	Write(ctx context.Context, name string, w Write, parts func(proc, readBack catalog.Procedure) Parts, extra []any, out *record.Encoder) (hidden []any, err error)
 	// Document runs calls, every one a write, as one statement in which
-	// the database passes the references between them, and encodes each
+	// the database passes the references between them, with what claim
+	// adds before the first (its inputs' values extra), and encodes each
 	// call's answer into its out. It returns ErrStepByStep when it cannot
 	// run them so: alone, having run nothing; with ErrRunAgain, after a
 	// failure it cannot lay on one call. A failure of one call is a
-	// *CallError; anything else fails as the other statements do.
-	Document(ctx context.Context, calls []catalog.Call, outs []*record.Encoder) error
-	// Exec runs a statement that returns no rows.
-	Exec(ctx context.Context, query string, args []any) error
+	// *CallError; claim's, or anything else, fails as the other
+	// statements do.
+	Document(ctx context.Context, calls []catalog.Call, claim Parts, extra []any, outs []*record.Encoder) error
+	// Exec runs a statement that returns no rows. last: nothing runs
+	// after it in its transaction but the commit, which the store may send
+	// with it (its commit then reports that).
+	Exec(ctx context.Context, query string, args []any, last bool) error
 	// Row runs query and returns its first row, nil when there is none.
 	Row(ctx context.Context, query string, args []any) ([]any, error)
 	// Each hands each row of query to each, which may keep none of it.

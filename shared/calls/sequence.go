@@ -79,6 +79,9 @@ type Keeper interface {
 	Block() (name string, parts func(proc, readBack catalog.Procedure) Parts, extra []any)
 	// Claim claims the key by a statement of its own: a batch's, first.
 	Claim(ctx context.Context, tx Tx) error
+	// Claimed is Claim as a block's part, for a document's block
+	// (Tx.Document), and the values of its inputs.
+	Claimed() (Parts, []any)
 	// Keep keeps the answer before the commit, unless the block did (its
 	// hidden columns say; nil for a batch).
 	Keep(ctx context.Context, tx Tx, hidden []any) error
@@ -109,8 +112,8 @@ func (q *Sequence) run(ctx context.Context, tx Tx, keeper Keeper) error {
 		st.Refused, st.Missing, st.Ran, st.Started = nil, "", false, false
 	}
 	single := q.Single && q.Writes()
-	if q.Execute && !q.Single && keeper == nil && !q.stepByStep && q.allWrite() {
-		err := q.document(ctx, tx)
+	if q.Execute && !q.Single && !q.stepByStep && q.allWrite() {
+		err := q.document(ctx, tx, keeper)
 		if !errors.Is(err, ErrStepByStep) {
 			return err
 		}
@@ -184,16 +187,21 @@ func (q *Sequence) allWrite() bool {
 	return true
 }
 
-// document runs a batch of writes as one statement (Tx.Document) and
-// records how each call went as the calls run one by one would; it
-// returns ErrStepByStep when they must run so.
-func (q *Sequence) document(ctx context.Context, tx Tx) error {
+// document runs a batch of writes as one statement (Tx.Document), the
+// keeper's claim first in it, and records how each call went as the calls
+// run one by one would; it returns ErrStepByStep when they must run so.
+func (q *Sequence) document(ctx context.Context, tx Tx, keeper Keeper) error {
 	cs := make([]catalog.Call, len(q.Steps))
 	outs := make([]*record.Encoder, len(q.Steps))
 	for i, st := range q.Steps {
 		cs[i], outs[i] = st.Call, st.Out
 	}
-	err := tx.Document(ctx, cs, outs)
+	var claim Parts
+	var extra []any
+	if keeper != nil {
+		claim, extra = keeper.Claimed()
+	}
+	err := tx.Document(ctx, cs, claim, extra, outs)
 	var ce *CallError
 	switch {
 	case errors.Is(err, ErrStepByStep):
@@ -230,6 +238,9 @@ func (q *Sequence) document(ctx context.Context, tx Tx) error {
 	}
 	if q.Dry {
 		return ErrRollback
+	}
+	if keeper != nil {
+		return keeper.Keep(ctx, tx, nil)
 	}
 	return nil
 }

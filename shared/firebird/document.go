@@ -47,9 +47,12 @@ type docColumn struct {
 }
 
 // Document runs calls, each a write, as one block (Tx.Document).
-func (s *Session) Document(ctx context.Context, cs []catalog.Call, outs []*record.Encoder) error {
+func (s *Session) Document(ctx context.Context, cs []catalog.Call, claim calls.Parts, extra []any, outs []*record.Encoder) error {
 	var procs []string
 	name := "document"
+	if len(claim.Inputs) > 0 {
+		name = "keyed document"
+	}
 	for _, c := range cs {
 		w := calls.WriteOf(c)
 		for _, p := range procedures(w) {
@@ -63,14 +66,14 @@ func (s *Session) Document(ctx context.Context, cs []catalog.Call, outs []*recor
 		}
 	}
 	err := s.block(ctx, name, procs, func(sigs map[string]catalog.Procedure) block {
-		text, doc := DocumentBlock(cs, sigs)
+		text, doc := DocumentBlock(cs, sigs, claim)
 		return block{text: text, doc: doc}
 	}, func(b block) error {
 		if b.doc == nil {
 			return calls.ErrStepByStep
 		}
 		o := erp.OriginOf(ctx)
-		argv := []any{o.TokenID, o.RequestID}
+		argv := append([]any{o.TokenID, o.RequestID}, extra...)
 		for i, c := range cs {
 			for _, j := range b.doc.inputs[i] {
 				argv = append(argv, c.Args[j])
@@ -103,9 +106,16 @@ func (s *Session) Document(ctx context.Context, cs []catalog.Call, outs []*recor
 	if !errors.As(err, &fb) {
 		return err
 	}
-	b := s.conn.blocks[name]
-	at, ok := b.doc.callAt(fb.Message)
-	if !ok {
+	b, ok := s.conn.blocks[name]
+	if !ok || b.doc == nil {
+		return err
+	}
+	at, line := b.doc.callAt(fb.Message)
+	if line && at < 0 {
+		// The claim's refusal (a key taken): the key's, not a call's.
+		return s.outcome(ctx, unblock(err))
+	}
+	if !line {
 		// Not the database's answer to one call (an argument it could
 		// not convert): run again one by one, and each call names its own.
 		if _, isExc := s.outcome(ctx, err).(*erp.Exception); isExc {
@@ -121,20 +131,21 @@ func (s *Session) Document(ctx context.Context, cs []catalog.Call, outs []*recor
 }
 
 // callAt is the call whose statements a failure happened in, by the line
-// of the block the server names.
-func (d *document) callAt(message string) (int, bool) {
+// of the block the server names (line: it names one), -1 for the lines
+// before the first call's.
+func (d *document) callAt(message string) (at int, line bool) {
 	m := blockLineOf.FindAllStringSubmatch(message, -1)
 	if m == nil {
-		return 0, false
+		return -1, false
 	}
-	line, _ := strconv.Atoi(m[len(m)-1][1])
-	at := -1
+	n, _ := strconv.Atoi(m[len(m)-1][1])
+	at = -1
 	for i, start := range d.starts {
-		if start <= line {
+		if start <= n {
 			at = i
 		}
 	}
-	return at, at >= 0
+	return at, true
 }
 
 var blockLineOf = regexp.MustCompile(`At block line: (\d+), col: \d+`)
@@ -194,18 +205,19 @@ const (
 )
 
 // DocumentBlock writes the block of a document of calls, from the
-// signatures of their procedures, and its layout; nil when the calls must
+// signatures of their procedures, with claim's inputs and statements
+// first, and its layout; nil when the calls must
 // run one by one: a procedure unknown or called with other than its
 // arguments (its own statement names the error), a reference to a column
 // the answer does not have, or whose type is not exactly the argument's
 // (the value then passes through Go as it does between statements of
 // their own, and converts as it does there), or a block too large.
-func DocumentBlock(cs []catalog.Call, sigs map[string]catalog.Procedure) (string, *document) {
+func DocumentBlock(cs []catalog.Call, sigs map[string]catalog.Procedure, claim calls.Parts) (string, *document) {
 	typeOf := func(p catalog.DBParam) string { return "TYPE OF " + calls.Quote(p.Domain) }
 	doc := &document{cols: make([][]docColumn, len(cs)), inputs: make([][]int, len(cs)), readInputs: make([][]int, len(cs))}
-	ins := []string{"GATEWAY$TOKEN_ID VARCHAR(255) = ?", "GATEWAY$REQUEST_ID VARCHAR(255) = ?"}
+	ins := append([]string{"GATEWAY$TOKEN_ID VARCHAR(255) = ?", "GATEWAY$REQUEST_ID VARCHAR(255) = ?"}, claim.Inputs...)
 	rets := []string{"GATEWAY$CALL INTEGER"}
-	declares := "DECLARE GATEWAY$SET INTEGER;\n"
+	declares := "DECLARE GATEWAY$SET INTEGER;\n" + claim.Declare
 	var body strings.Builder
 	rowBytes := 4
 	// firsts[i][name]: the variable holding column name of call i's first
@@ -320,7 +332,7 @@ func DocumentBlock(cs []catalog.Call, sigs map[string]catalog.Procedure) (string
 			body.WriteString("  " + v[1:] + " = NULL;\n")
 		}
 	}
-	head := "EXECUTE BLOCK (" + strings.Join(ins, ", ") + ")\nRETURNS (" + strings.Join(rets, ", ") + ")\nAS\n" + declares + "BEGIN\n" + originContext
+	head := "EXECUTE BLOCK (" + strings.Join(ins, ", ") + ")\nRETURNS (" + strings.Join(rets, ", ") + ")\nAS\n" + declares + "BEGIN\n" + originContext + claim.Before
 	offset := strings.Count(head, "\n") + 1
 	for i := range doc.starts {
 		doc.starts[i] += offset

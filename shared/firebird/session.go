@@ -65,9 +65,11 @@ func (s *Session) failed(ctx context.Context, query string, err error) error {
 // Exec runs a statement that returns no rows. It goes the driver's query
 // way: Exec asks the server for the count of rows affected afterwards, one
 // more round trip of the few a write costs (infra/docs/measurements.md), for a
-// count nothing here reads.
-func (s *Session) Exec(ctx context.Context, query string, args []any) error {
-	rows, err := s.open(ctx, query, args)
+// count nothing here reads. The commit of a write's transaction goes with
+// its last statement on a connection that answered within freshFor (as
+// Session.Write's does).
+func (s *Session) Exec(ctx context.Context, query string, args []any, last bool) error {
+	rows, err := s.openCommitting(ctx, query, args, last && !s.reads && time.Since(s.conn.used) < freshFor)
 	if err != nil {
 		return s.outcome(ctx, err)
 	}

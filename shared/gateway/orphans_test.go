@@ -182,19 +182,18 @@ func throughACut(t *testing.T, admin *sql.DB, link *fbtest.Link, n int, send fun
 }
 
 // held fails t unless the run ended as a cut must: each request answered
-// within 20 s of its first try, no transaction of ours older than its bound
-// (yet, with orphaned, one orphaned: else the cut tested nothing), none left
-// open soon after the last answer, and the bystander untouched.
-func (run cutRun) held(t *testing.T, admin *sql.DB, by *bystander, orphaned bool) {
+// within 20 s of its first try, no transaction of ours older than its bound,
+// none left open soon after the last answer, and the bystander untouched.
+// A write or a document is one or two sends now, so a cut finds one between
+// its begin and its commit only sometimes (the run logs the oldest seen):
+// the orphans' cancelling is held by the tests after these, which make one.
+func (run cutRun) held(t *testing.T, admin *sql.DB, by *bystander) {
 	t.Helper()
 	if run.slowest > 20*time.Second {
 		t.Errorf("the slowest request took %s from its first try, want at most 20 s", run.slowest)
 	}
 	if run.oldest > cutBound+time.Second {
 		t.Errorf("a transaction of ours lived %s, past its bound %s", run.oldest, cutBound)
-	}
-	if orphaned && run.oldest < cutFor {
-		t.Errorf("the oldest transaction of ours seen was %s old: the cut orphaned none, and tested nothing", run.oldest)
 	}
 	settled(t, admin, run)
 	by.untouched(t, admin)
@@ -249,8 +248,9 @@ func cutEnv(t *testing.T) (*env, *fbtest.Link, *sql.DB, string) {
 // lines in one batch, each under its own Idempotency-Key) sent by 4
 // clients through a link cut for 4 s, each retried with its key until
 // answered. Every document is written once and whole, the slowest within
-// 20 s of its first try; the transactions the cut orphaned are cancelled,
-// none outliving its bound; a bystander of the same user is left alone.
+// 20 s of its first try; the transactions the cut orphaned, if any, are
+// cancelled, none outliving its bound; a bystander of the same user is left
+// alone.
 func TestKeyedDocumentsThroughACutLink(t *testing.T) {
 	e, link, admin, token := cutEnv(t)
 	by := newBystander(t, fbtest.Demo(t))
@@ -278,14 +278,12 @@ func TestKeyedDocumentsThroughACutLink(t *testing.T) {
 			t.Errorf("document %d: %d orders and %d lines, want 1 and 2", i, orders, lines)
 		}
 	}
-	got.held(t, admin, by, true)
+	got.held(t, admin, by)
 }
 
 // TestUnkeyedWritesThroughACutLink: the same cut under 60 Set_Terceros
 // without a key, each retried until it is created or refused as existing
 // (YA EXISTE, when a try before committed): each third party is there once.
-// Each is one send, its commit with its block: the cut finds none of them
-// between its begin and its commit, nor need it.
 func TestUnkeyedWritesThroughACutLink(t *testing.T) {
 	e, link, admin, token := cutEnv(t)
 	by := newBystander(t, fbtest.Demo(t))
@@ -305,7 +303,7 @@ func TestUnkeyedWritesThroughACutLink(t *testing.T) {
 			t.Errorf("third party %s: %d rows, want 1", code(i), c)
 		}
 	}
-	got.held(t, admin, by, false)
+	got.held(t, admin, by)
 }
 
 // TestALiveKeyIsNeverTaken: a key held by a live request of another
@@ -329,7 +327,7 @@ func TestALiveKeyIsNeverTaken(t *testing.T) {
 	holding, release, done := make(chan struct{}), make(chan struct{}), make(chan error)
 	go func() {
 		done <- other.db.pools.Transact(context.Background(), erp.Target{Instance: "demo", Connection: cfg}, calls.ReadWrite, nil, func(ctx context.Context, s calls.Tx) error {
-			if err := s.Exec(ctx, "INSERT INTO GATEWAY_IDEMPOTENCY (SCOPE, IDEM_KEY, CLAVE, REQUEST_HASH, CREATED_AT) VALUES (?, ?, 'Set_Pago', 'h', CURRENT_TIMESTAMP)", []any{scope, key}); err != nil {
+			if err := s.Exec(ctx, "INSERT INTO GATEWAY_IDEMPOTENCY (SCOPE, IDEM_KEY, CLAVE, REQUEST_HASH, CREATED_AT) VALUES (?, ?, 'Set_Pago', 'h', CURRENT_TIMESTAMP)", []any{scope, key}, false); err != nil {
 				return err
 			}
 			close(holding)
@@ -432,7 +430,7 @@ func orphanOf(t *testing.T, cfg erp.Connection, query string, args ...any) (atta
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	err := other.db.pools.Transact(ctx, erp.Target{Instance: "demo", Connection: link.Through(cfg)}, calls.ReadWrite, nil, func(ctx context.Context, s calls.Tx) error {
-		if err := s.Exec(ctx, query, args); err != nil {
+		if err := s.Exec(ctx, query, args, false); err != nil {
 			return err
 		}
 		row, err := s.Row(ctx, "SELECT CURRENT_CONNECTION FROM RDB$DATABASE", nil)

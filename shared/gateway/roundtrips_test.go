@@ -94,6 +94,9 @@ func TestRoundTrips(t *testing.T) {
 	unkeyed := per(n, func(i int) { post("execute", "", pago(fmt.Sprintf("RP%d-%d", run, i), 1)) }, true)
 	keyed := per(n, func(i int) { post("execute", fmt.Sprintf("rt-%d-%d", run, i), pago(fmt.Sprintf("RK%d-%d", run, i), 1)) }, true)
 	document := per(n, func(int) { post("execute", "", order("800000000", "REF0001", "REF0002", "REF0003")) }, true)
+	keyedDocument := per(n, func(i int) {
+		post("execute", fmt.Sprintf("rtd-%d-%d", run, i), order("800000000", "REF0001", "REF0002", "REF0003"))
+	}, true)
 	readBatch := per(n, func(int) { post("executequery", "", "["+referencia+","+referencia+","+referencia+"]") }, true)
 
 	// The raw driver over the same link: a new pool's connect, prepare and
@@ -156,6 +159,7 @@ func TestRoundTrips(t *testing.T) {
 		{"write with its read-back (Set_Pago)", unkeyed, 0, 1},
 		{"the same under an Idempotency-Key", keyed, 0, 1},
 		{"a document: a header and three lines in one batch", document, 0, 2},
+		{"the same under an Idempotency-Key", keyedDocument, 0, 2},
 		{"three reads in one batch (one snapshot)", readBatch, 0, 4},
 	}
 	t.Logf("round trips per operation, medians of %d (link: %s each way; raw: the driver's prepared statement on a warm connection)", n, linkDelay)

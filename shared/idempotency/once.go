@@ -174,7 +174,11 @@ func (kp *keeper) Block() (string, func(proc, readBack catalog.Procedure) calls.
 }
 
 func (kp *keeper) Claim(ctx context.Context, tx calls.Tx) error {
-	return tx.Exec(ctx, claimSQL, kp.claim())
+	return tx.Exec(ctx, claimSQL, kp.claim(), false)
+}
+
+func (kp *keeper) Claimed() (calls.Parts, []any) {
+	return write{}.parts(catalog.Procedure{}, catalog.Procedure{}), kp.claim()
 }
 
 func (kp *keeper) Keep(ctx context.Context, tx calls.Tx, hidden []any) error {
@@ -198,7 +202,8 @@ func keep(ctx context.Context, tx calls.Tx, k erp.Key, answer []byte) error {
 	if len(answer) > inlineMax {
 		keep = keepLongSQL
 	}
-	return tx.Exec(ctx, keep, []any{answer, k.Scope, k.Key})
+	// The keeping is the transaction's last statement (calls.Keeper.Keep).
+	return tx.Exec(ctx, keep, []any{answer, k.Scope, k.Key}, true)
 }
 
 // reserved is ctx less the reserve of a keyed sequence.
@@ -236,7 +241,7 @@ func (d *Database) probe(ctx context.Context, t erp.Target, k erp.Key) (found, e
 func (d *Database) probeOnce(ctx context.Context, t erp.Target, k erp.Key) (found, error) {
 	got := ran
 	err := d.store.Transact(ctx, t, calls.NoWait, nil, func(ctx context.Context, tx calls.Tx) error {
-		err := tx.Exec(ctx, claimSQL, []any{k.Scope, k.Key, k.Clave, k.Fingerprint, time.Now().UTC()})
+		err := tx.Exec(ctx, claimSQL, []any{k.Scope, k.Key, k.Clave, k.Fingerprint, time.Now().UTC()}, false)
 		var exc *erp.Exception
 		switch {
 		case err == nil:
@@ -277,7 +282,7 @@ func (d *Database) kept(ctx context.Context, t erp.Target, k erp.Key) (fingerpri
 	cutoff := time.Now().UTC().Add(-k.TTL)
 	if created.Before(cutoff) {
 		err = d.store.Transact(ctx, t, calls.ReadWrite, nil, func(ctx context.Context, tx calls.Tx) error {
-			return tx.Exec(ctx, expireSQL, []any{k.Scope, k.Key, cutoff})
+			return tx.Exec(ctx, expireSQL, []any{k.Scope, k.Key, cutoff}, false)
 		})
 		return "", nil, false, true, err
 	}
