@@ -168,6 +168,12 @@ func (q *Sequence) run(ctx context.Context, tx Tx, keeper Keeper) error {
 			}
 		}
 	}
+	return q.end(ctx, tx, keeper, hidden)
+}
+
+// end is what a sequence does once its calls ran: a dry run rolls back, a
+// key keeps the answer (hidden: what the block said of it, nil for none).
+func (q *Sequence) end(ctx context.Context, tx Tx, keeper Keeper, hidden []any) error {
 	if q.Dry {
 		return ErrRollback
 	}
@@ -236,13 +242,7 @@ func (q *Sequence) document(ctx context.Context, tx Tx, keeper Keeper) error {
 			return fmt.Errorf("the batch's answer: %w", erp.ErrAnswerTooLarge)
 		}
 	}
-	if q.Dry {
-		return ErrRollback
-	}
-	if keeper != nil {
-		return keeper.Keep(ctx, tx, nil)
-	}
-	return nil
+	return q.end(ctx, tx, keeper, nil)
 }
 
 // step runs one call in tx; keeper adds its key to a single write's block,
