@@ -94,6 +94,9 @@ func (s *Session) Document(ctx context.Context, cs []catalog.Call, claim calls.P
 		// The block did not prepare (a procedure changed, a statement too
 		// large for the server): one by one, each call names its own.
 		if errors.Is(classify(ctx, preparing, err), erp.ErrCannotRun) {
+			// The connection runs this document step by step from now on,
+			// rather than fail to prepare its block again.
+			s.conn.blocks[name] = block{}
 			return fmt.Errorf("%w: %w", calls.ErrStepByStep, err)
 		}
 		return err

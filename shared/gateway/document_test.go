@@ -27,10 +27,16 @@ func TestDocumentAsOneStatement(t *testing.T) {
 	admin := setupKeys(t, cfg)
 	e := newEnv(t, gateway.Config{}, map[string]any{"demo": anonymous(cfg)})
 	// An operation whose CODIGO may be longer than its procedure takes (the
-	// doctor would say so): the database refuses it before the block runs.
+	// doctor would say so): the database refuses it before the block runs;
+	// and one whose procedure the gateway may not run: the block does not
+	// prepare.
+	// (never granted to the gateway's user).
+	fbtest.Setup(t, cfg, `CREATE OR ALTER PROCEDURE REST_TEST_SIN_PERMISO (P_CODIGO VARCHAR(20), P_VALOR INTEGER) AS BEGIN END`)
 	cat, err := catalog.New(append(testOperations(), catalog.Operation{Clave: "Set_Pago_Largo", Endpoint: catalog.Execute, Procedure: "REST_TEST_PAGAR",
 		Params:   []catalog.Param{{Name: "CODIGO", MaxLen: 40, Required: true}, {Name: "VALOR", Kind: catalog.Integer, Bits: 32}},
-		ReadBack: &catalog.ReadBack{Procedure: "REST_TEST_PAGOS", Params: []string{"CODIGO"}}}))
+		ReadBack: &catalog.ReadBack{Procedure: "REST_TEST_PAGOS", Params: []string{"CODIGO"}}},
+		catalog.Operation{Clave: "Set_Sin_Permiso", Endpoint: catalog.Execute, Procedure: "REST_TEST_SIN_PERMISO",
+			Params: []catalog.Param{{Name: "CODIGO", MaxLen: 20, Required: true}, {Name: "VALOR", Kind: catalog.Integer, Bits: 32}}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,5 +140,18 @@ func TestDocumentAsOneStatement(t *testing.T) {
 				t.Errorf("%d payments written, want %d: %s", n, tt.written, r.body)
 			}
 		})
+	}
+
+	// A block that does not prepare: its calls run one by one, and the one
+	// the database cannot run is named, each time.
+	code := "NOPREP-" + newCode()[:8]
+	for range 2 {
+		r := send(t, e.h, "execute", "["+pago("Set_Pago", fmt.Sprintf("%q", code), "1")+","+pago("Set_Sin_Permiso", fmt.Sprintf("%q", code), "1")+"]")
+		if r.status != 503 || !strings.Contains(r.body, "call 1, CLAVE Set_Sin_Permiso") {
+			t.Errorf("a block that does not prepare: %d %s", r.status, r.body)
+		}
+	}
+	if n := count(t, admin, "SELECT COUNT(*) FROM TEST_PAGOS WHERE CODIGO = ?", code); n != 0 {
+		t.Errorf("%d payments written by a batch that could not run", n)
 	}
 }
