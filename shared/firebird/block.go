@@ -30,6 +30,15 @@ func (s *Session) block(ctx context.Context, name string, procedures []string, w
 				return err
 			}
 			b = write(sigs)
+			if len(s.conn.blocks) >= s.conn.max {
+				// As many blocks as statements are kept (documents come in
+				// as many shapes as their clients send): any one goes, and
+				// is written again when it is needed.
+				for k := range s.conn.blocks {
+					delete(s.conn.blocks, k)
+					break
+				}
+			}
 			s.conn.blocks[name] = b
 		}
 		err := run(b)
