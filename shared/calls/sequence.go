@@ -163,8 +163,8 @@ func (q *Sequence) run(ctx context.Context, tx Tx, keeper Keeper) error {
 			}
 		}
 		if !q.Single {
-			if size += len(st.Out.Finish()) + 1; size > q.MaxAnswer {
-				return fmt.Errorf("the batch's answer: %w", erp.ErrAnswerTooLarge)
+			if err := q.grow(&size, st.Out); err != nil {
+				return err
 			}
 		}
 	}
@@ -238,11 +238,20 @@ func (q *Sequence) document(ctx context.Context, tx Tx, keeper Keeper) error {
 	size := 2 // the brackets
 	for i := range q.Steps {
 		q.Steps[i].Started, q.Steps[i].Ran = true, true
-		if size += len(q.Steps[i].Out.Finish()) + 1; size > q.MaxAnswer {
-			return fmt.Errorf("the batch's answer: %w", erp.ErrAnswerTooLarge)
+		if err := q.grow(&size, q.Steps[i].Out); err != nil {
+			return err
 		}
 	}
 	return q.end(ctx, tx, keeper, nil)
+}
+
+// grow adds a call's answer (and its comma) to size, a batch's answer so
+// far, and refuses a batch whose answer passes MaxAnswer.
+func (q *Sequence) grow(size *int, out *record.Encoder) error {
+	if *size += len(out.Finish()) + 1; *size > q.MaxAnswer {
+		return fmt.Errorf("the batch's answer: %w", erp.ErrAnswerTooLarge)
+	}
+	return nil
 }
 
 // step runs one call in tx; keeper adds its key to a single write's block,

@@ -170,6 +170,10 @@ func (d *document) collect(rows driver.Rows, outs []*record.Encoder) error {
 		outs[i].Columns(rc)
 	}
 	dest := make([]driver.Value, len(rows.Columns()))
+	row := make([][]any, len(d.cols))
+	for i, cols := range d.cols {
+		row[i] = make([]any, len(cols))
+	}
 	for {
 		if err := rows.Next(dest); err != nil {
 			if errors.Is(err, io.EOF) {
@@ -189,11 +193,10 @@ func (d *document) collect(rows driver.Rows, outs []*record.Encoder) error {
 		if i < 0 || int(i) >= len(d.cols) {
 			return fmt.Errorf("firebird: a document's row names call %v", dest[0])
 		}
-		row := make([]any, len(d.cols[i]))
 		for j, c := range d.cols[i] {
-			row[j] = dest[c.at]
+			row[i][j] = dest[c.at]
 		}
-		if err := outs[i].Row(row); err != nil {
+		if err := outs[i].Row(row[i]); err != nil {
 			return &calls.CallError{Index: int(i), Err: err}
 		}
 	}

@@ -69,7 +69,7 @@ func (s *Session) failed(ctx context.Context, query string, err error) error {
 // its last statement on a connection that answered within freshFor (as
 // Session.Write's does).
 func (s *Session) Exec(ctx context.Context, query string, args []any, last bool) error {
-	rows, err := s.openCommitting(ctx, query, args, last && !s.reads && time.Since(s.conn.used) < freshFor)
+	rows, err := s.openCommitting(ctx, query, args, last && !s.reads && s.fresh())
 	if err != nil {
 		return s.outcome(ctx, err)
 	}

@@ -55,7 +55,7 @@ func (s *Session) Write(ctx context.Context, name string, w calls.Write, parts f
 	if many {
 		form += " rows"
 	}
-	fresh := time.Since(s.conn.used) < freshFor
+	fresh := s.fresh()
 	var last []driver.Value
 	err := s.block(ctx, form, procs, func(sigs map[string]catalog.Procedure) block {
 		var p calls.Parts
@@ -94,6 +94,9 @@ func (s *Session) Write(ctx context.Context, name string, w calls.Write, parts f
 // connection that answered a moment ago is most likely alive (one that sat
 // idle may have been cut, or its server restarted, unseen).
 const freshFor = 5 * time.Second
+
+// fresh reports whether the session's connection answered within freshFor.
+func (s *Session) fresh() bool { return time.Since(s.conn.used) < freshFor }
 
 // errManyRows: a one-row block's read-back answered a second row, and the
 // block failed, everything undone (WriteBlock): the call runs again, its
