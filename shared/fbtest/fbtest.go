@@ -160,6 +160,7 @@ func PeakRSS(t testing.TB, pid int) string {
 func KeyTable(t testing.TB, cfg erp.Connection) {
 	t.Helper()
 	admin := Open(t, Admin(t, cfg))
+	defer admin.Close() // see Setup
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var exists int
@@ -191,6 +192,11 @@ func KeyTable(t testing.TB, cfg erp.Connection) {
 func Setup(t testing.TB, cfg erp.Connection, stmts ...string) {
 	t.Helper()
 	admin := Open(t, Admin(t, cfg))
+	// Closed now, not when the test ends: the driver keeps each idle
+	// connection's autocommit transaction open (it commits retaining), and
+	// one held for the test's length holds the oldest active transaction
+	// back for it.
+	defer admin.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, stmt := range stmts {

@@ -36,6 +36,15 @@ const (
 
 // ours counts the transactions that could hold anything (any but read-only
 // READ COMMITTED) of the gateway's attachments, and the oldest one's age.
+//
+// MON$ shows each attachment as it last described itself, and Firebird 3
+// has it describe itself again only on its next call. One described while
+// it committed, idle since (back in its pool), still shows the transaction
+// it ended. So a transaction counts only while the server still holds it
+// active: not older than the oldest active transaction as the server
+// finds it for a transaction begun now (that one's MON$OLDEST_ACTIVE, not
+// taken from the descriptions). An older transaction of someone else's
+// (the bystander's) holds that back and makes every one count.
 func ours(t testing.TB, admin *sql.DB) (n int, oldest time.Duration) {
 	t.Helper()
 	var age sql.NullInt64
@@ -48,7 +57,8 @@ func ours(t testing.TB, admin *sql.DB) (n int, oldest time.Duration) {
 	defer tx.Rollback() //nolint:errcheck // read only
 	err = tx.QueryRow(`SELECT COUNT(*), CAST(MAX(DATEDIFF(MILLISECOND FROM t.MON$TIMESTAMP TO CURRENT_TIMESTAMP)) AS BIGINT)
 		FROM MON$TRANSACTIONS t JOIN MON$ATTACHMENTS a ON a.MON$ATTACHMENT_ID = t.MON$ATTACHMENT_ID
-		WHERE a.MON$CLIENT_VERSION STARTING WITH 'erp-gateway ' AND NOT (t.MON$READ_ONLY = 1 AND t.MON$ISOLATION_MODE IN (2, 3))`).Scan(&n, &age)
+		WHERE a.MON$CLIENT_VERSION STARTING WITH 'erp-gateway ' AND NOT (t.MON$READ_ONLY = 1 AND t.MON$ISOLATION_MODE IN (2, 3))
+		AND t.MON$TRANSACTION_ID >= (SELECT o.MON$OLDEST_ACTIVE FROM MON$TRANSACTIONS o WHERE o.MON$TRANSACTION_ID = CURRENT_TRANSACTION)`).Scan(&n, &age)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,6 +108,14 @@ func (b *bystander) untouched(t testing.TB, admin *sql.DB) {
 	}
 	if err := b.tx.QueryRow("SELECT COUNT(*) FROM GATEWAY_IDEMPOTENCY WHERE SCOPE = 'bystander' AND IDEM_KEY = ?", b.key).Scan(&n); err != nil || n != 1 {
 		t.Errorf("the bystander's transaction: %d rows of its own, %v", n, err)
+	}
+}
+
+// end rolls the bystander's transaction back.
+func (b *bystander) end(t testing.TB) {
+	t.Helper()
+	if err := b.tx.Rollback(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -183,7 +201,8 @@ func throughACut(t *testing.T, admin *sql.DB, link *fbtest.Link, n int, send fun
 
 // held fails t unless the run ended as a cut must: each request answered
 // within 20 s of its first try, no transaction of ours older than its bound,
-// none left open soon after the last answer, and the bystander untouched.
+// the bystander untouched, and none of ours left open soon after the last
+// answer.
 // A write or a document is one or two sends now, so a cut finds one between
 // its begin and its commit only sometimes (the run logs the oldest seen):
 // the orphans' cancelling is held by the tests after these, which make one.
@@ -195,14 +214,19 @@ func (run cutRun) held(t *testing.T, admin *sql.DB, by *bystander) {
 	if run.oldest > cutBound+time.Second {
 		t.Errorf("a transaction of ours lived %s, past its bound %s", run.oldest, cutBound)
 	}
-	settled(t, admin, run)
 	by.untouched(t, admin)
+	by.end(t) // it holds the oldest active transaction back (ours says why that matters)
+	settled(t, admin, run)
 }
 
 // settled fails t unless no transaction of the gateway that could hold
 // anything is open within 10 s of the run's last answer.
 func settled(t *testing.T, admin *sql.DB, run cutRun) {
 	t.Helper()
+	// admin's idle connections keep their autocommit transactions open
+	// (the driver commits retaining), which would hold the oldest active
+	// transaction back (ours): closed, and none kept from here on.
+	admin.SetMaxIdleConns(0)
 	for {
 		n, oldest := ours(t, admin)
 		if n == 0 {
@@ -216,18 +240,19 @@ func settled(t *testing.T, admin *sql.DB, run cutRun) {
 				t.Fatal(err)
 			}
 			defer tx.Rollback() //nolint:errcheck // read only
-			rows, err := tx.Query(`SELECT a.MON$ATTACHMENT_ID, a.MON$CLIENT_VERSION, a.MON$TIMESTAMP, t.MON$TRANSACTION_ID, t.MON$TIMESTAMP, t.MON$READ_ONLY, t.MON$ISOLATION_MODE
+			rows, err := tx.Query(`SELECT a.MON$ATTACHMENT_ID, a.MON$CLIENT_VERSION, a.MON$TIMESTAMP, t.MON$TRANSACTION_ID, t.MON$TIMESTAMP, t.MON$READ_ONLY, t.MON$ISOLATION_MODE,
+				(SELECT o.MON$OLDEST_ACTIVE FROM MON$TRANSACTIONS o WHERE o.MON$TRANSACTION_ID = CURRENT_TRANSACTION)
 				FROM MON$TRANSACTIONS t JOIN MON$ATTACHMENTS a ON a.MON$ATTACHMENT_ID = t.MON$ATTACHMENT_ID WHERE a.MON$CLIENT_VERSION STARTING WITH 'erp-gateway '`)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer rows.Close()
 			for rows.Next() {
-				var v [7]any
-				if err := rows.Scan(&v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6]); err != nil {
+				var v [8]any
+				if err := rows.Scan(&v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]); err != nil {
 					t.Fatal(err)
 				}
-				t.Logf("attachment %v (%v, since %v): transaction %v since %v, read-only %v, isolation %v", v[:]...)
+				t.Logf("attachment %v (%v, since %v): transaction %v since %v, read-only %v, isolation %v; the oldest active transaction: %v", v[:]...)
 			}
 			return
 		}
