@@ -206,12 +206,22 @@ func Setup(t testing.TB, cfg erp.Connection, stmts ...string) {
 	}
 }
 
+// Active is true of a row t of MON$TRANSACTIONS that the server still
+// holds active. MON$ shows each attachment as it last described itself, and
+// Firebird 3 has it describe itself again only on its next call: one
+// described while it committed, idle since (back in its pool), still shows
+// the transaction it ended. A transaction is active only if it is not older
+// than the oldest active one the server finds for a transaction begun now
+// (that one's MON$OLDEST_ACTIVE, not taken from the descriptions). An older
+// active transaction of anyone's holds that back and makes every one count.
+const Active = `t.MON$TRANSACTION_ID >= (SELECT o.MON$OLDEST_ACTIVE FROM MON$TRANSACTIONS o WHERE o.MON$TRANSACTION_ID = CURRENT_TRANSACTION)`
+
 // OpenWrites is how many read-write transactions the gateway's user
-// (GATEWAY) has open.
+// (GATEWAY) has open (Active).
 func OpenWrites(t testing.TB, admin *sql.DB) int {
 	t.Helper()
-	return scalar(t, admin, `SELECT COUNT(*) FROM MON$TRANSACTIONS tr JOIN MON$ATTACHMENTS a ON a.MON$ATTACHMENT_ID = tr.MON$ATTACHMENT_ID
-		WHERE a.MON$USER = 'GATEWAY' AND tr.MON$READ_ONLY = 0`)
+	return scalar(t, admin, `SELECT COUNT(*) FROM MON$TRANSACTIONS t JOIN MON$ATTACHMENTS a ON a.MON$ATTACHMENT_ID = t.MON$ATTACHMENT_ID
+		WHERE a.MON$USER = 'GATEWAY' AND t.MON$READ_ONLY = 0 AND `+Active)
 }
 
 // AfterLoad fails t unless the gateway left what a guest must after a

@@ -35,16 +35,9 @@ const (
 )
 
 // ours counts the transactions that could hold anything (any but read-only
-// READ COMMITTED) of the gateway's attachments, and the oldest one's age.
-//
-// MON$ shows each attachment as it last described itself, and Firebird 3
-// has it describe itself again only on its next call. One described while
-// it committed, idle since (back in its pool), still shows the transaction
-// it ended. So a transaction counts only while the server still holds it
-// active: not older than the oldest active transaction as the server
-// finds it for a transaction begun now (that one's MON$OLDEST_ACTIVE, not
-// taken from the descriptions). An older transaction of someone else's
-// (the bystander's) holds that back and makes every one count.
+// READ COMMITTED) of the gateway's attachments, and the oldest one's age:
+// those the server still holds active (fbtest.Active), all of them while
+// the bystander's is open.
 func ours(t testing.TB, admin *sql.DB) (n int, oldest time.Duration) {
 	t.Helper()
 	var age sql.NullInt64
@@ -58,7 +51,7 @@ func ours(t testing.TB, admin *sql.DB) (n int, oldest time.Duration) {
 	err = tx.QueryRow(`SELECT COUNT(*), CAST(MAX(DATEDIFF(MILLISECOND FROM t.MON$TIMESTAMP TO CURRENT_TIMESTAMP)) AS BIGINT)
 		FROM MON$TRANSACTIONS t JOIN MON$ATTACHMENTS a ON a.MON$ATTACHMENT_ID = t.MON$ATTACHMENT_ID
 		WHERE a.MON$CLIENT_VERSION STARTING WITH 'erp-gateway ' AND NOT (t.MON$READ_ONLY = 1 AND t.MON$ISOLATION_MODE IN (2, 3))
-		AND t.MON$TRANSACTION_ID >= (SELECT o.MON$OLDEST_ACTIVE FROM MON$TRANSACTIONS o WHERE o.MON$TRANSACTION_ID = CURRENT_TRANSACTION)`).Scan(&n, &age)
+		AND `+fbtest.Active).Scan(&n, &age)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +208,7 @@ func (run cutRun) held(t *testing.T, admin *sql.DB, by *bystander) {
 		t.Errorf("a transaction of ours lived %s, past its bound %s", run.oldest, cutBound)
 	}
 	by.untouched(t, admin)
-	by.end(t) // it holds the oldest active transaction back (ours says why that matters)
+	by.end(t) // it holds the oldest active transaction back (fbtest.Active says why that matters)
 	settled(t, admin, run)
 }
 
@@ -225,7 +218,7 @@ func settled(t *testing.T, admin *sql.DB, run cutRun) {
 	t.Helper()
 	// admin's idle connections keep their autocommit transactions open
 	// (the driver commits retaining), which would hold the oldest active
-	// transaction back (ours): closed, and none kept from here on.
+	// transaction back (fbtest.Active): closed, and none kept from here on.
 	admin.SetMaxIdleConns(0)
 	for {
 		n, oldest := ours(t, admin)
