@@ -17,10 +17,10 @@ import (
 	"github.com/erp-gateway/gateway/shared/tally"
 )
 
-// How long a call may outlive its context before it is abandoned: the driver
-// closes the socket of a read that op_cancel did not end after
-// hardDropGrace (the DSN's cancel_hard_drop_grace), so a call normally
-// returns within that; abandonGrace is the backstop for every other path.
+// How long a call may outlive its context: the driver closes the socket of
+// a read that op_cancel did not end after hardDropGrace (the DSN's
+// cancel_hard_drop_grace), so a call normally returns within that;
+// abandonGrace is the backstop for every other path (wire.watch).
 const (
 	hardDropGrace = 200 * time.Millisecond
 	abandonGrace  = 300 * time.Millisecond
@@ -73,9 +73,9 @@ func (p *Pools) Ping(ctx context.Context, t erp.Target) error {
 // leaves room for another wait; else it answers erp.ErrLocked at once, and
 // its client retries (nothing was written). Waiting on, up to the deadline,
 // would hold a live holder's rows no better, and a keyed write would give
-// its key up between tries anyway. A call abandoned at its deadline is never
-// retried, so out has one writer at a time. A call on the write path first
-// hunts for orphans when one is due (huntDue).
+// its key up between tries anyway. A call that ran out of its deadline is
+// never retried. A call on the write path first hunts for orphans when one
+// is due (huntDue).
 func (p *Pools) Transact(ctx context.Context, t erp.Target, mode calls.Mode, out *record.Encoder, body func(context.Context, calls.Tx) error) error {
 	reruns, again := 0, false
 	for attempt := 0; ; attempt++ {
@@ -90,7 +90,7 @@ func (p *Pools) Transact(ctx context.Context, t erp.Target, mode calls.Mode, out
 			out.Reset()
 		}
 		var at atomic.Int32
-		err = guard(ctx, func() error { return cur.run(ctx, p.opts, mode, &at, body) })
+		err = cur.run(ctx, p.opts, mode, &at, body)
 		if err == nil {
 			return nil
 		}
@@ -129,35 +129,6 @@ const maxLockReruns = 2
 func roomForAWait(ctx context.Context) bool {
 	deadline, ok := ctx.Deadline()
 	return !ok || time.Until(deadline) > lockTimeout+500*time.Millisecond
-}
-
-// guard returns work's result, or gives up on it shortly after ctx ends:
-// whatever the driver's cleanup waits for, the caller answers in time. An
-// abandoned call finishes in the background and returns its connection,
-// closed, to the pool.
-func guard(ctx context.Context, work func() error) error {
-	done := make(chan error, 1)
-	go func() {
-		defer func() {
-			if p := recover(); p != nil {
-				done <- fmt.Errorf("firebird: panic in a call: %v", p)
-			}
-		}()
-		done <- work()
-	}()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-	}
-	timer := time.NewTimer(abandonGrace)
-	defer timer.Stop()
-	select {
-	case err := <-done:
-		return err
-	case <-timer.C:
-		return fmt.Errorf("abandoned after the deadline: %w", context.Cause(ctx))
-	}
 }
 
 // run takes a connection from the pool for one call, one that may still
@@ -200,7 +171,13 @@ func (cur *pool) once(ctx context.Context, use func(*conn) error) error {
 		if !ok {
 			return fmt.Errorf("firebird: pool connection of type %T", dc)
 		}
-		defer func() { tally.AddN(ctx, tally.RoundTrips, c.newTrips()) }()
+		release := c.wire.watch(ctx)
+		defer func() {
+			if release() {
+				c.broken = true
+			}
+			tally.AddN(ctx, tally.RoundTrips, c.newTrips())
+		}()
 		return use(c)
 	})
 }

@@ -42,24 +42,41 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	// Each attachment's marker names it (orphans.go): its connector is
 	// its own, and so is its socket, dialed here to count its round trips.
 	id := newConnID()
+	dc, w, err := connect(ctx, attachDSN(c.cfg, c.bound, id))
+	if err != nil {
+		return nil, err
+	}
+	return &conn{inner: dc, id: id, abandon: c.abandon, wire: w, many: c.many, stmts: make(map[string]*stmt), blocks: make(map[string]block), reads: make(map[string]*readPlan), max: c.maxStmt, used: time.Now()}, nil
+}
+
+// connect attaches through a wire of ours, its handshake bounded by ctx
+// (wire.watch).
+func connect(ctx context.Context, dsn string) (driver.Conn, *wire, error) {
 	var w *wire
-	inner, err := firebirdsql.NewConnector(attachDSN(c.cfg, c.bound, id), func(ctx context.Context, network, addr string) (net.Conn, error) {
+	release := func() bool { return false }
+	inner, err := firebirdsql.NewConnector(dsn, func(ctx context.Context, network, addr string) (net.Conn, error) {
 		var err error
-		w, err = dial(ctx, network, addr)
+		if w, err = dial(ctx, network, addr); err == nil {
+			release = w.watch(ctx)
+		}
 		return w, err
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	dc, err := inner.Connect(ctx)
+	if release() && err == nil {
+		dc.Close() //nolint:errcheck // the socket is closed already
+		err = fmt.Errorf("firebird: connecting: %w", context.Cause(ctx))
+	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if w == nil {
-		dc.Close()
-		return nil, errors.New("firebird: the driver did not dial through the gateway's dialer")
+		dc.Close() //nolint:errcheck // never used
+		return nil, nil, errors.New("firebird: the driver did not dial through the gateway's dialer")
 	}
-	return &conn{inner: dc, id: id, abandon: c.abandon, wire: w, many: c.many, stmts: make(map[string]*stmt), blocks: make(map[string]block), reads: make(map[string]*readPlan), max: c.maxStmt, used: time.Now()}, nil
+	return dc, w, nil
 }
 
 func (c *connector) Driver() driver.Driver { return errNoDriver{} }

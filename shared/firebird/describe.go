@@ -3,10 +3,12 @@ package firebird
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
@@ -77,28 +79,45 @@ func DescribeMatching(ctx context.Context, cfg erp.Connection, pattern string) (
 // must not disturb the pools' connections and their prepared statements. Its
 // attachment carries bound in its marker, as the pools' do.
 func reading(ctx context.Context, cfg erp.Connection, bound time.Duration, read func(*sql.Tx) error) error {
-	db, err := sql.Open("firebirdsql", attachDSN(cfg, bound, newConnID()))
-	if err != nil {
-		return fmt.Errorf("%w: the connection settings cannot be used", erp.ErrUnavailable)
-	}
+	c := &readingConnector{dsn: attachDSN(cfg, bound, newConnID())}
+	db := sql.OpenDB(c)
 	// The driver's close waits on the server (up to its own 10 s): never
 	// in the caller's time.
 	defer func() { go db.Close() }()
 	db.SetMaxOpenConns(1)
-	err = guard(ctx, func() error {
+	err := func() error {
 		tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted, ReadOnly: true})
 		if err != nil {
 			return err
 		}
 		tally.Add(ctx, tally.ConnectionOpens)
+		defer c.wire.Load().watch(ctx)()
 		defer tx.Rollback() //nolint:errcheck // read-only: nothing to keep
 		return read(tx)
-	})
+	}()
 	if err != nil {
 		return classify(ctx, connecting, err)
 	}
 	return nil
 }
+
+// readingConnector attaches reading's one connection through a wire of
+// ours, which it keeps for reading to watch.
+type readingConnector struct {
+	dsn  string
+	wire atomic.Pointer[wire]
+}
+
+func (c *readingConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	dc, w, err := connect(ctx, c.dsn)
+	if err != nil {
+		return nil, err
+	}
+	c.wire.Store(w)
+	return dc, nil
+}
+
+func (c *readingConnector) Driver() driver.Driver { return errNoDriver{} }
 
 func matching(ctx context.Context, tx *sql.Tx, pattern string) ([]string, error) {
 	return column(ctx, tx, `

@@ -51,8 +51,8 @@ import (
 
 const (
 	// orphanMargin is added to the longest call to make the bound: a call
-	// ends within its deadline and half a second (guard), whatever the
-	// server does.
+	// ends within its deadline and half a second (wire.watch), whatever
+	// the server does.
 	orphanMargin = 5 * time.Second
 	// lockTimeout is how long a statement of a WAIT transaction waits for
 	// a record lock (the driver's lock_timeout, patch 0001): the server
@@ -253,19 +253,17 @@ func (p *Pools) huntOnce(ctx context.Context, t erp.Target, abandoned []string) 
 	defer cancel()
 	var found []Orphan
 	var at atomic.Int32
-	err = guard(ctx, func() error {
-		return cur.once(ctx, func(c *conn) error {
-			return c.call(ctx, p.opts, calls.NoWait, &at, func(ctx context.Context, tx calls.Tx) error {
-				return tx.Each(ctx, huntSQL, []any{strings.Join(abandoned, " ")}, func(v []any) error {
-					var o Orphan
-					o.Attachment, _ = v[0].(int64)
-					age, _ := v[1].(int64)
-					bound, _ := v[2].(int64)
-					o.Age, o.Bound = time.Duration(age)*time.Millisecond, time.Duration(bound)*time.Second
-					o.Abandoned = v[3] == int64(1)
-					found = append(found, o)
-					return nil
-				})
+	err = cur.once(ctx, func(c *conn) error {
+		return c.call(ctx, p.opts, calls.NoWait, &at, func(ctx context.Context, tx calls.Tx) error {
+			return tx.Each(ctx, huntSQL, []any{strings.Join(abandoned, " ")}, func(v []any) error {
+				var o Orphan
+				o.Attachment, _ = v[0].(int64)
+				age, _ := v[1].(int64)
+				bound, _ := v[2].(int64)
+				o.Age, o.Bound = time.Duration(age)*time.Millisecond, time.Duration(bound)*time.Second
+				o.Abandoned = v[3] == int64(1)
+				found = append(found, o)
+				return nil
 			})
 		})
 	})

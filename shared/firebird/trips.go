@@ -3,7 +3,9 @@ package firebird
 import (
 	"context"
 	"net"
+	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // wire is an attachment's socket, dialed by the gateway (the driver's
@@ -45,3 +47,44 @@ func (w *wire) Write(p []byte) (int, error) {
 
 // Trips is how many round trips the attachment made since it was dialed.
 func (w *wire) Trips() int64 { return w.trips.Load() }
+
+// watch bounds a call on the wire by ctx: abandonGrace after ctx ends, it
+// closes the socket, and whatever the driver still waits for (a frozen
+// server's answer, a teardown's read) fails at once, so the call returns
+// and its caller answers in time. The driver ends most waits on its own
+// when ctx ends (op_cancel, then cancel_hard_drop_grace); this holds for
+// every other. release ends the watch before the wire goes back to its
+// pool, and reports whether it closed the socket: the connection is then
+// broken. It costs no goroutine: the call runs on its caller's.
+func (w *wire) watch(ctx context.Context) (release func() (closed bool)) {
+	var mu sync.Mutex
+	var timer *time.Timer
+	released, closed := false, false
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if released {
+			return
+		}
+		timer = time.AfterFunc(abandonGrace, func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if !released {
+				closed = true
+				w.Conn.Close() //nolint:errcheck // closing is the point
+			}
+		})
+	})
+	return func() bool {
+		if stop() {
+			return false // ctx had not ended
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		released = true
+		if timer != nil {
+			timer.Stop()
+		}
+		return closed
+	}
+}

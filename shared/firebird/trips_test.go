@@ -1,8 +1,10 @@
 package firebird
 
 import (
+	"context"
 	"net"
 	"testing"
+	"time"
 )
 
 // TestWireCountsRoundTrips: a round trip is a send after the server spoke,
@@ -45,5 +47,57 @@ func TestWireCountsRoundTrips(t *testing.T) {
 	talk("free")
 	if got := w.Trips(); got != 3 {
 		t.Fatalf("%d round trips, want 3", got)
+	}
+}
+
+// TestWatchBoundsAWaitByTheContext: a read the server never answers ends
+// abandonGrace after its context, the socket closed; a call that returns
+// in time leaves its socket as it was, whether its context ends later or
+// has no end.
+func TestWatchBoundsAWaitByTheContext(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration // 0: no deadline
+		answer  bool          // the server answers the read
+	}{
+		{"a silent server", 50 * time.Millisecond, false},
+		{"an answer in time", time.Second, true},
+		{"no deadline", 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client, server := net.Pipe()
+			defer server.Close()
+			w := &wire{Conn: client}
+			ctx := context.Background()
+			if tc.timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tc.timeout)
+				defer cancel()
+			}
+			if tc.answer {
+				go server.Write([]byte("ok")) //nolint:errcheck // the pipe is the test's
+			}
+			start := time.Now()
+			release := w.watch(ctx)
+			_, err := w.Read(make([]byte, 2))
+			took := time.Since(start)
+			closed := release()
+			if closed != !tc.answer || (err == nil) != tc.answer {
+				t.Fatalf("read: %v after %s, socket closed: %v", err, took, closed)
+			}
+			if !tc.answer && took > tc.timeout+abandonGrace+200*time.Millisecond {
+				t.Fatalf("the read ended %s after it began, want about %s", took, tc.timeout+abandonGrace)
+			}
+			if tc.answer {
+				// Still open: the watch is over, whenever the context ends.
+				if tc.timeout > 0 {
+					time.Sleep(tc.timeout + abandonGrace + 100*time.Millisecond)
+				}
+				go server.Write([]byte("ok")) //nolint:errcheck // the pipe is the test's
+				if _, err := w.Read(make([]byte, 2)); err != nil {
+					t.Fatalf("after the watch: %v", err)
+				}
+			}
+		})
 	}
 }

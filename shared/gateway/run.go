@@ -82,8 +82,7 @@ func (h *Handler) run(ctx context.Context, c caller, q *calls.Sequence, key stri
 		kept, replayed, err = h.db.Run(ctx, t, q, k, func() []byte { return h.encode(q) })
 		// Once its answer streams, a call's failure says nothing of the
 		// database (a slow client, the stream's deadline): it never opens
-		// the breaker. The call may still run (abandoned at its deadline),
-		// so its encoder is not read here.
+		// the breaker.
 		if err != nil && st != nil && st.begun.Load() {
 			return &cutError{err}
 		}

@@ -29,10 +29,9 @@ const (
 var errStreamAborted = errors.New("the answer's stream was aborted")
 
 // stream sends a read's answer as it is encoded, once it passes the
-// threshold: the status and headers first, then each piece. The call's
-// goroutine writes the pieces while the handler's waits for it; stop ends
-// that before the handler answers, so nothing writes to the response after
-// the handler returned, even when the call is abandoned at its deadline.
+// threshold: the status and headers first, then each piece, as the call
+// encodes them; stop ends that before the handler answers, so nothing
+// writes to the response after the handler returned.
 type stream struct {
 	w        http.ResponseWriter
 	rc       *http.ResponseController
