@@ -202,9 +202,9 @@ func (d *document) collect(rows driver.Rows, outs []*record.Encoder) error {
 	}
 }
 
-// documentMax bounds a document's block: Firebird 3 takes a statement's
-// text up to 64 KB, and a row's message, here every call's columns, up to
-// what it can send.
+// documentTextMax and documentRowMax bound a document's block: Firebird 3
+// takes a statement's text up to 64 KB, and a row's message, here every
+// call's columns, up to what it can send.
 const (
 	documentTextMax = 65535
 	documentRowMax  = 1 << 20
@@ -219,9 +219,8 @@ const (
 // (the value then passes through Go as it does between statements of
 // their own, and converts as it does there), or a block too large.
 func DocumentBlock(cs []catalog.Call, sigs map[string]catalog.Procedure, claim calls.Parts) (string, *document) {
-	typeOf := func(p catalog.DBParam) string { return "TYPE OF " + calls.Quote(p.Domain) }
 	doc := &document{cols: make([][]docColumn, len(cs)), inputs: make([][]int, len(cs)), readInputs: make([][]int, len(cs))}
-	ins := append([]string{"GATEWAY$TOKEN_ID VARCHAR(255) = ?", "GATEWAY$REQUEST_ID VARCHAR(255) = ?"}, claim.Inputs...)
+	ins := append(originInputs(), claim.Inputs...)
 	rets := []string{"GATEWAY$CALL INTEGER"}
 	declares := "DECLARE GATEWAY$SET INTEGER;\n" + claim.Declare
 	var body strings.Builder

@@ -8,11 +8,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nakagami/firebirdsql"
+
 	"github.com/erp-gateway/gateway/shared/calls"
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/record"
-	"github.com/nakagami/firebirdsql"
 )
 
 // A write runs its procedure and its read-back in one statement, an
@@ -123,6 +124,15 @@ func rowBytes(cols []catalog.DBParam) (n int, ok bool) {
 	return n, true
 }
 
+// originInputs are every write block's first inputs: the origin's two
+// values, which originContext sets.
+func originInputs() []string {
+	return []string{"GATEWAY$TOKEN_ID VARCHAR(255) = ?", "GATEWAY$REQUEST_ID VARCHAR(255) = ?"}
+}
+
+// typeOf declares a block's variable or input as p is declared.
+func typeOf(p catalog.DBParam) string { return "TYPE OF " + calls.Quote(p.Domain) }
+
 // originContext is what every write block runs first: the origin's two
 // values, its first inputs, set in the transaction's context.
 const originContext = `  GATEWAY$SET = RDB$SET_CONTEXT('USER_TRANSACTION', 'GATEWAY_TOKEN_ID', :GATEWAY$TOKEN_ID);
@@ -149,8 +159,7 @@ const originContext = `  GATEWAY$SET = RDB$SET_CONTEXT('USER_TRANSACTION', 'GATE
 // after them; with oneRow, the block reads the read-back whole before its
 // row, and a second row fails it with manyRows, everything undone.
 func WriteBlock(procedure string, nargs int, readBack string, nreadArgs int, proc, rb catalog.Procedure, parts calls.Parts, oneRow bool) (text string, hidden int) {
-	typeOf := func(p catalog.DBParam) string { return "TYPE OF " + calls.Quote(p.Domain) }
-	ins := append([]string{"GATEWAY$TOKEN_ID VARCHAR(255) = ?", "GATEWAY$REQUEST_ID VARCHAR(255) = ?"}, parts.Inputs...)
+	ins := append(originInputs(), parts.Inputs...)
 	declare := func(prefix string, n int, inputs []catalog.DBParam) string {
 		if n == 0 {
 			return ""
@@ -164,7 +173,7 @@ func WriteBlock(procedure string, nargs int, readBack string, nreadArgs int, pro
 			names[i] = fmt.Sprintf(":GATEWAY$%s%d", prefix, i)
 			ins = append(ins, fmt.Sprintf("GATEWAY$%s%d %s = ?", prefix, i, typ))
 		}
-		return "(" + strings.Join(names, ", ") + ")"
+		return list(names)
 	}
 	args, readArgs := declare("P", nargs, proc.Inputs), declare("R", nreadArgs, rb.Inputs)
 	var b strings.Builder
