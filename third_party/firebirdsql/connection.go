@@ -364,19 +364,16 @@ func (p *wireProtocol) withContextDeadline(ctx context.Context, fn func() error)
 	if dl, ok := ctx.Deadline(); ok {
 		p.conn.SetDeadline(dl)
 	}
-	stop := make(chan struct{})
+	// A context.AfterFunc, not a goroutine per call: it runs only if ctx ends.
 	watcherDone := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			p.conn.SetDeadline(time.Now())
-		case <-stop:
-		}
+	stopWatcher := context.AfterFunc(ctx, func() {
+		p.conn.SetDeadline(time.Now())
 		close(watcherDone)
-	}()
+	})
 	err := fn()
-	close(stop)
-	<-watcherDone
+	if !stopWatcher() {
+		<-watcherDone
+	}
 	p.conn.SetDeadline(time.Time{})
 	if err != nil {
 		if cerr := contextErrOrDeadlineExceeded(ctx); cerr != nil {

@@ -95,8 +95,9 @@ func (stmt *firebirdsqlStmt) NumInput() int {
 }
 
 // withCancelWatcher runs fn — a blocking wire *read* (opResponse, opSqlResponse,
-// or opFetchResponse) — while a watcher goroutine waits on ctx and fires op_cancel
-// if ctx is canceled first. The watcher is always joined before this returns, so no
+// or opFetchResponse) — while a watcher waits on ctx and fires op_cancel if ctx
+// is canceled first. The watcher is a context.AfterFunc: it costs a goroutine
+// only when ctx ends, not one per round trip. It is always joined before this returns, so no
 // op_cancel can still be in flight when the caller resumes writing the wire on the
 // main goroutine; that join is what keeps the unsynchronized send buffer
 // (wireProtocol.buf, the bufio.Writer, the write cipher) race-free.
@@ -115,18 +116,16 @@ func (stmt *firebirdsqlStmt) withCancelWatcher(ctx context.Context, fn func() er
 	}
 	stop := make(chan struct{})
 	watcherDone := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			stmt.fc.wp.opCancel(fb_cancel_raise)
-			stmt.hardDropAfterGrace(stop)
-		case <-stop:
-		}
+	stopWatcher := context.AfterFunc(ctx, func() {
+		stmt.fc.wp.opCancel(fb_cancel_raise)
+		stmt.hardDropAfterGrace(stop)
 		close(watcherDone)
-	}()
+	})
 	err := fn()
 	close(stop)
-	<-watcherDone // join: the watcher (and any in-flight op_cancel) has finished past here
+	if !stopWatcher() {
+		<-watcherDone // join: the watcher (and any in-flight op_cancel) has finished past here
+	}
 	return err
 }
 
