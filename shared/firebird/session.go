@@ -217,7 +217,8 @@ func collect(rows driver.Rows, out *record.Encoder, hidden int) (last []driver.V
 	names := rows.Columns()
 	shown := max(len(names)-hidden, 0)
 	cols := make([]record.Column, 0, shown)
-	var at, long []int // each answer column's driver column, and its long one (-1: none)
+	// at and long: each answer column's driver column, and its long one (-1: none).
+	at, long := make([]int, 0, shown), make([]int, 0, shown)
 	for i, name := range names[:shown] {
 		if name == longColumn && len(cols) > 0 {
 			cols[len(cols)-1].Kind, long[len(long)-1] = kindOf(rows, i), i
