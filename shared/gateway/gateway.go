@@ -164,21 +164,28 @@ func New(cfg Config, cat *catalog.Catalog, acc Access, instances Instances, db D
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	ids, ok := requestIDsOf(r.Context())
+	ctx := r.Context()
+	ids, ok := requestIDsOf(ctx)
 	if !ok {
 		ids.API = newRequestID()
-		r = r.WithContext(WithRequestIDs(r.Context(), ids))
+		ctx = WithRequestIDs(ctx, ids)
 	}
 	// The id an integrator's support ticket can quote.
 	w.Header().Set("X-Request-Id", ids.API)
 	var work tally.Counts
-	r = r.WithContext(tally.With(r.Context(), &work))
+	r = r.WithContext(tally.With(ctx, &work))
 	o := outcome{status: http.StatusOK}
 	defer func() {
 		if p := recover(); p != nil {
 			h.log.ErrorContext(r.Context(), "panic serving request", "panic", fmt.Sprint(p))
 			o = refusal(erp.CodeInternal, "internal error")
 			o.write(w)
+		}
+		if o.cut == nil {
+			// The answer leaves before its log line is written: the
+			// client does not wait for our log (the local server, a
+			// streamed answer; Lambda's buffered answer leaves on return).
+			http.NewResponseController(w).Flush() //nolint:errcheck // a writer that cannot flush sends the answer on return
 		}
 		h.logRequest(r.Context(), r, o, &work, time.Since(start))
 		if o.cut != nil {

@@ -1,11 +1,14 @@
 package gateway_test
 
 import (
+	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/erp-gateway/gateway/shared/access"
 	"github.com/erp-gateway/gateway/shared/catalog"
@@ -61,4 +64,47 @@ func TestHealthOfALimitedToken(t *testing.T) {
 	if r := health(erp.Limits{Claves: []string{"Get_Referencias"}}); r.Status != 200 || strings.Contains(r.Raw, "Get_Secreto") || strings.Contains(r.Raw, "REST_NO_EXISTE") {
 		t.Fatalf("limited to Get_Referencias: %d %s", r.Status, r.Raw)
 	}
+}
+
+// TestTheAnswerLeavesBeforeItsLogLine: the client has its whole answer
+// while the request's log line is still being written; it does not wait
+// for our log.
+func TestTheAnswerLeavesBeforeItsLogLine(t *testing.T) {
+	h := waitingLog{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	srv := httptest.NewServer(gateway.New(gateway.Config{}, catalog.Default(), nil, nil, nil, slog.New(h)))
+	defer srv.Close()
+	defer close(h.release)
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get(srv.URL + "/nowhere")
+	if err != nil {
+		t.Fatalf("the answer waited for its log line: %v", err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), `"cod_error"`) {
+		t.Fatalf("%d %s (%v)", resp.StatusCode, body, err)
+	}
+	select {
+	case <-h.entered:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no log line was written")
+	}
+}
+
+// waitingLog holds the request's log line until release is closed.
+type waitingLog struct {
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (waitingLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h waitingLog) WithAttrs([]slog.Attr) slog.Handler     { return h }
+func (h waitingLog) WithGroup(string) slog.Handler          { return h }
+
+func (h waitingLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "request" {
+		h.entered <- struct{}{}
+		<-h.release
+	}
+	return nil
 }
