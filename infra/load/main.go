@@ -129,7 +129,7 @@ func run(ctx context.Context, o options) error {
 	defer srv.stop()
 	base := baseURL(srv.addr, o.instance)
 
-	results, err := measureLevels(ctx, o, db, base)
+	results, err := measureLevels(ctx, o, db, base, srv.cmd.Process.Pid)
 	if err != nil {
 		return err
 	}

@@ -16,10 +16,12 @@ import (
 // slows down or speeds up during the run weighs on both alike.
 const turns = 4
 
-func measureLevels(ctx context.Context, o options, db *sql.DB, base string) ([]result, error) {
+// measureLevels measures each of o.levels; serverPID is the local server's
+// process, whose CPU counts in the box's.
+func measureLevels(ctx context.Context, o options, db *sql.DB, base string, serverPID int) ([]result, error) {
 	var results []result
 	for _, c := range o.levels {
-		r, h, err := measureLevel(ctx, o, db, base, c)
+		r, h, err := measureLevel(ctx, o, db, base, c, serverPID)
 		if err != nil {
 			return nil, err
 		}
@@ -30,7 +32,7 @@ func measureLevels(ctx context.Context, o options, db *sql.DB, base string) ([]r
 
 // measureLevel measures c raw clients and c http clients, each for
 // o.duration in all, in turns.
-func measureLevel(ctx context.Context, o options, db *sql.DB, base string, c int) (raw, web result, err error) {
+func measureLevel(ctx context.Context, o options, db *sql.DB, base string, c, serverPID int) (raw, web result, err error) {
 	rcs, err := rawClients(ctx, db, c)
 	if err != nil {
 		return raw, web, err
@@ -54,7 +56,7 @@ func measureLevel(ctx context.Context, o options, db *sql.DB, base string, c int
 	order := []kind{{&raw, rcs}, {&web, hcs}}
 	for range turns {
 		for _, k := range order {
-			part, err := measure(ctx, k.r.kind, k.cs, o.duration/turns)
+			part, err := measure(ctx, k.r.kind, k.cs, o.duration/turns, serverPID)
 			if err != nil {
 				return raw, web, err
 			}
@@ -92,15 +94,15 @@ func closeAll(clients []client) {
 }
 
 // measure lets warm clients call as fast as they can for d, and records
-// every successful call's latency and the Firebird server's CPU.
-func measure(ctx context.Context, kind string, clients []client, d time.Duration) (result, error) {
+// every successful call's latency and the CPU used (sampleCPU).
+func measure(ctx context.Context, kind string, clients []client, d time.Duration, serverPID int) (result, error) {
 	type tally struct {
 		latencies []time.Duration
 		errors    int
 		firstErr  error
 	}
 	tallies := make([]tally, len(clients))
-	cpuBefore, cpuErr := firebirdCPU()
+	cpuBefore, cpuErr := sampleCPU(serverPID)
 	start := time.Now()
 	stopAt := start.Add(d)
 	err := each(len(clients), d+callTimeout, func(i int) {
@@ -116,13 +118,14 @@ func measure(ctx context.Context, kind string, clients []client, d time.Duration
 		}
 	})
 	elapsed := time.Since(start)
-	cpuAfter, cpuErrAfter := firebirdCPU()
+	cpuAfter, cpuErrAfter := sampleCPU(serverPID)
 	if err := cmp.Or(err, ctx.Err()); err != nil {
 		return result{}, fmt.Errorf("%d clients %s: %w", len(clients), kind, err)
 	}
 	// A Firebird restarted meanwhile counts its CPU from zero again.
-	r := result{kind: kind, clients: len(clients), elapsed: elapsed, cpu: cpuAfter - cpuBefore,
-		cpuKnown: cpuErr == nil && cpuErrAfter == nil && cpuAfter >= cpuBefore}
+	used := cpuSample{firebird: cpuAfter.firebird - cpuBefore.firebird, box: cpuAfter.box - cpuBefore.box}
+	r := result{kind: kind, clients: len(clients), elapsed: elapsed, cpu: used,
+		cpuKnown: cpuErr == nil && cpuErrAfter == nil && used.firebird >= 0 && used.box >= 0}
 	for _, t := range tallies {
 		r.latencies = append(r.latencies, t.latencies...)
 		r.errors += t.errors

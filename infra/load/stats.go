@@ -20,7 +20,7 @@ type result struct {
 	clients   int
 	elapsed   time.Duration
 	latencies []time.Duration // of the successful calls, sorted
-	cpu       time.Duration   // the Firebird server's, over the measurement
+	cpu       cpuSample       // used over the measurement
 	cpuKnown  bool
 	errors    int
 	firstErr  error
@@ -30,7 +30,8 @@ type result struct {
 func (r *result) add(part result) {
 	r.elapsed += part.elapsed
 	r.latencies = append(r.latencies, part.latencies...)
-	r.cpu += part.cpu
+	r.cpu.firebird += part.cpu.firebird
+	r.cpu.box += part.cpu.box
 	r.cpuKnown = r.cpuKnown && part.cpuKnown
 	r.errors += part.errors
 	r.firstErr = cmp.Or(r.firstErr, part.firstErr)
@@ -52,24 +53,25 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[max(i, 0)]
 }
 
-func (r result) cpuPerRequest() (time.Duration, bool) {
+func (r result) cpuPerRequest() (cpuSample, bool) {
 	if !r.cpuKnown || len(r.latencies) == 0 {
-		return 0, false
+		return cpuSample{}, false
 	}
-	return r.cpu / time.Duration(len(r.latencies)), true
+	n := time.Duration(len(r.latencies))
+	return cpuSample{firebird: r.cpu.firebird / n, box: r.cpu.box / n}, true
 }
 
 // printTable prints raw and http side by side; results holds a raw result
 // followed by the http result of the same client count.
 func printTable(w io.Writer, results []result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "clients\tkind\treq/s\tp50\tp99\tratio(http/raw)\tfirebird CPU/req")
+	fmt.Fprintln(tw, "clients\tkind\treq/s\tp50\tp99\tratio(http/raw)\tfirebird CPU/req\tbox CPU/req")
 	var raw result
 	for _, r := range results {
-		ratio, cpu := "-", "n/a"
+		ratio, fb, box := "-", "n/a", "n/a"
 		perReq, ok := r.cpuPerRequest()
 		if ok {
-			cpu = ms(perReq)
+			fb, box = ms(perReq.firebird), ms(perReq.box)
 		}
 		if r.kind == "raw" {
 			raw = r
@@ -77,12 +79,13 @@ func printTable(w io.Writer, results []result) error {
 			if raw.perSecond() > 0 {
 				ratio = fmt.Sprintf("%.2f", r.perSecond()/raw.perSecond())
 			}
-			if rawPerReq, rawOK := raw.cpuPerRequest(); ok && rawOK && rawPerReq > 0 {
-				cpu += fmt.Sprintf(" (%.2fx raw)", float64(perReq)/float64(rawPerReq))
+			if rawPerReq, rawOK := raw.cpuPerRequest(); ok && rawOK && rawPerReq.firebird > 0 && rawPerReq.box > 0 {
+				fb += fmt.Sprintf(" (%.2fx raw)", float64(perReq.firebird)/float64(rawPerReq.firebird))
+				box += fmt.Sprintf(" (%.2fx raw)", float64(perReq.box)/float64(rawPerReq.box))
 			}
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%.0f\t%s\t%s\t%s\t%s\n",
-			r.clients, r.kind, r.perSecond(), ms(r.percentile(50)), ms(r.percentile(99)), ratio, cpu)
+		fmt.Fprintf(tw, "%d\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\n",
+			r.clients, r.kind, r.perSecond(), ms(r.percentile(50)), ms(r.percentile(99)), ratio, fb, box)
 	}
 	return tw.Flush()
 }
@@ -95,6 +98,30 @@ func ms(d time.Duration) string {
 // CPU times: 100 on every Linux architecture Go supports, and reading it for
 // real would need cgo.
 const clockTicksPerSecond = 100
+
+// cpuSample is CPU time (user + system): Firebird's, and the box's, which
+// is Firebird's, this generator's (whose clients are the raw calls or the
+// HTTP ones) and the local server's. On a box they share, what a call costs
+// them all is what bounds the calls per second.
+type cpuSample struct{ firebird, box time.Duration }
+
+// sampleCPU is the CPU time used so far, the local server's being the
+// process serverPID's.
+func sampleCPU(serverPID int) (cpuSample, error) {
+	fb, err := firebirdCPU()
+	if err != nil {
+		return cpuSample{}, err
+	}
+	self, err := processCPU("/proc/self/stat")
+	if err != nil {
+		return cpuSample{}, err
+	}
+	srv, err := processCPU(fmt.Sprintf("/proc/%d/stat", serverPID))
+	if err != nil {
+		return cpuSample{}, err
+	}
+	return cpuSample{firebird: fb, box: fb + self + srv}, nil
+}
 
 // firebirdCPU is the CPU time (user + system) the Firebird server processes
 // have used so far, summed because Classic Server runs one per attachment.
@@ -127,20 +154,20 @@ func firebirdCPU() (time.Duration, error) {
 func processCPU(statPath string) (time.Duration, error) {
 	data, err := os.ReadFile(statPath)
 	if err != nil {
-		return 0, fmt.Errorf("firebird CPU: %w", err)
+		return 0, fmt.Errorf("CPU: %w", err)
 	}
 	// Field 2, the command, is in parentheses and may hold spaces, so count
 	// from the last ")": what follows starts at field 3.
 	end := strings.LastIndexByte(string(data), ')')
 	fields := strings.Fields(string(data[end+1:]))
 	if end < 0 || len(fields) < 13 {
-		return 0, fmt.Errorf("firebird CPU: %s: unexpected format", statPath)
+		return 0, fmt.Errorf("CPU: %s: unexpected format", statPath)
 	}
 	var ticks int64
 	for _, f := range fields[11:13] {
 		n, err := strconv.ParseInt(f, 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("firebird CPU: %s: %w", statPath, err)
+			return 0, fmt.Errorf("CPU: %s: %w", statPath, err)
 		}
 		ticks += n
 	}
