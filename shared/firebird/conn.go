@@ -128,6 +128,7 @@ type conn struct {
 type stmt struct {
 	driver.Stmt
 	used time.Time // its last use: the least recently used is evicted
+	laid *layout   // how its rows make an answer's (stmt.layout)
 }
 
 func (c *conn) fb() (driverConn, error) {

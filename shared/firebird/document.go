@@ -83,7 +83,7 @@ func (s *Session) Document(ctx context.Context, cs []catalog.Call, claim calls.P
 				argv = append(argv, rargs[j])
 			}
 		}
-		return s.query(ctx, b.text, argv, false, func(rows driver.Rows) error {
+		return s.query(ctx, b.text, argv, false, func(_ *stmt, rows driver.Rows) error {
 			return b.doc.collect(rows, outs)
 		})
 	})

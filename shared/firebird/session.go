@@ -69,7 +69,7 @@ func (s *Session) failed(ctx context.Context, query string, err error) error {
 // its last statement on a connection that answered within freshFor (as
 // Session.Write's does).
 func (s *Session) Exec(ctx context.Context, query string, args []any, last bool) error {
-	rows, err := s.openCommitting(ctx, query, args, last && !s.reads && s.fresh())
+	_, rows, err := s.openCommitting(ctx, query, args, last && !s.reads && s.fresh())
 	if err != nil {
 		return s.outcome(ctx, err)
 	}
@@ -93,16 +93,17 @@ func (s *Session) outcome(ctx context.Context, err error) error {
 
 // open prepares query (once per connection) and runs it with args.
 func (s *Session) open(ctx context.Context, query string, args []any) (driver.Rows, error) {
-	return s.openCommitting(ctx, query, args, false)
+	_, rows, err := s.openCommitting(ctx, query, args, false)
+	return rows, err
 }
 
 // openCommitting is open that, with commit, sends the transaction's
 // commit with the statement (firebirdsql.CommitWith): from then on, until
 // the answer comes, the call's outcome is unknown.
-func (s *Session) openCommitting(ctx context.Context, query string, args []any, commit bool) (driver.Rows, error) {
+func (s *Session) openCommitting(ctx context.Context, query string, args []any, commit bool) (*stmt, driver.Rows, error) {
 	st, err := s.prepare(ctx, query)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if commit {
 		s.at.Store(int32(committing))
@@ -111,9 +112,9 @@ func (s *Session) openCommitting(ctx context.Context, query string, args []any, 
 	s.began = time.Now()
 	rows, err := run(ctx, st, args)
 	if err != nil {
-		return nil, s.failed(ctx, query, err)
+		return nil, nil, s.failed(ctx, query, err)
 	}
-	return rows, nil
+	return st, rows, nil
 }
 
 // run runs a prepared statement with args. Every statement goes the
@@ -131,20 +132,20 @@ func run(ctx context.Context, st *stmt, args []any) (driver.Rows, error) {
 // row, each nil (NULL) when there is none. With commit, the transaction's
 // commit goes with it (openCommitting).
 func (s *Session) Query(ctx context.Context, query string, args []any, out *record.Encoder, hidden int, commit bool) (last []driver.Value, err error) {
-	err = s.query(ctx, query, args, commit, func(rows driver.Rows) (err error) {
-		last, err = collect(rows, out, hidden)
+	err = s.query(ctx, query, args, commit, func(st *stmt, rows driver.Rows) (err error) {
+		last, err = collect(rows, out, st.layout(rows, hidden))
 		return err
 	})
 	return last, err
 }
 
-// query runs a statement and hands its rows to consume.
-func (s *Session) query(ctx context.Context, query string, args []any, commit bool, consume func(driver.Rows) error) error {
-	rows, err := s.openCommitting(ctx, query, args, commit)
+// query runs a statement and hands it and its rows to consume.
+func (s *Session) query(ctx context.Context, query string, args []any, commit bool, consume func(*stmt, driver.Rows) error) error {
+	st, rows, err := s.openCommitting(ctx, query, args, commit)
 	if err != nil {
 		return err
 	}
-	if err := consume(rows); err != nil {
+	if err := consume(st, rows); err != nil {
 		// Past an answer's limits the rest is not fetched: closing the
 		// cursor tells the server to stop.
 		if s.conn.settle(ctx, s.fc, err) {
@@ -208,47 +209,69 @@ func (s *Session) row(ctx context.Context, query string, args []any) ([]driver.V
 	return vals, nil
 }
 
-// collect encodes every row as it is fetched, less its last hidden
-// columns, which it returns of the last row; a procedure's exception can
-// arrive with the first fetch rather than with the execute. A column named
-// longColumn is not the answer's: it carries the column before it, in the
-// rows where that one could not (read.go).
-func collect(rows driver.Rows, out *record.Encoder, hidden int) (last []driver.Value, err error) {
-	names := rows.Columns()
-	shown := max(len(names)-hidden, 0)
-	cols := make([]record.Column, 0, shown)
-	// at and long: each answer column's driver column, and its long one (-1: none).
-	at, long := make([]int, 0, shown), make([]int, 0, shown)
-	for i, name := range names[:shown] {
-		if name == longColumn && len(cols) > 0 {
-			cols[len(cols)-1].Kind, long[len(long)-1] = kindOf(rows, i), i
-			continue
-		}
-		cols = append(cols, record.Column{Name: name, Kind: kindOf(rows, i)})
-		at, long = append(at, i), append(long, -1)
-	}
-	out.Columns(cols)
-	dest := make([]driver.Value, len(names))
-	row := make([]any, len(cols))
-	last = make([]driver.Value, len(names)-shown)
+// collect encodes every row as it is fetched into out, as l lays it out,
+// and returns the hidden columns of the last row; a procedure's exception
+// can arrive with the first fetch rather than with the execute.
+func collect(rows driver.Rows, out *record.Encoder, l *layout) (last []driver.Value, err error) {
+	out.Columns(l.cols)
+	last = make([]driver.Value, len(l.dest)-l.shown)
 	for {
-		if err := rows.Next(dest); err != nil {
+		if err := rows.Next(l.dest); err != nil {
 			if errors.Is(err, io.EOF) {
 				return last, nil
 			}
 			return nil, err
 		}
-		for i, d := range at {
-			row[i] = dest[d]
-			if row[i] == nil && long[i] >= 0 {
-				row[i] = dest[long[i]]
+		for i, d := range l.at {
+			l.row[i] = l.dest[d]
+			if l.row[i] == nil && l.long[i] >= 0 {
+				l.row[i] = l.dest[l.long[i]]
 			}
 		}
-		if err := out.Row(row); err != nil {
+		if err := out.Row(l.row); err != nil {
 			return nil, err
 		}
-		copy(last, dest[shown:])
+		copy(last, l.dest[l.shown:])
 	}
+}
+
+// layout is how a statement's rows make an answer's, the same for every
+// run of the statement: worked out once (stmt.layout), where each run
+// took a kilobyte or two of allocations for it. A column named longColumn
+// is not the answer's: it carries the column before it, in the rows where
+// that one could not (read.go). The last hidden columns are not the
+// answer's either.
+type layout struct {
+	hidden, shown int
+	cols          []record.Column
+	// at and long: each answer column's driver column, and its long one (-1: none).
+	at, long []int
+	// dest and row: a fetched row's values, and the answer's; a statement
+	// runs one call at a time, on its connection.
+	dest []driver.Value
+	row  []any
+}
+
+// layout is st's layout of rows with hidden last columns.
+func (st *stmt) layout(rows driver.Rows, hidden int) *layout {
+	if l := st.laid; l != nil && l.hidden == hidden {
+		return l
+	}
+	names := rows.Columns()
+	shown := max(len(names)-hidden, 0)
+	l := &layout{hidden: hidden, shown: shown, cols: make([]record.Column, 0, shown),
+		at: make([]int, 0, shown), long: make([]int, 0, shown), dest: make([]driver.Value, len(names))}
+	for i, name := range names[:shown] {
+		if name == longColumn && len(l.cols) > 0 {
+			l.cols[len(l.cols)-1].Kind, l.long[len(l.long)-1] = kindOf(rows, i), i
+			continue
+		}
+		l.cols = append(l.cols, record.Column{Name: name, Kind: kindOf(rows, i)})
+		l.at, l.long = append(l.at, i), append(l.long, -1)
+	}
+	l.row = make([]any, len(l.cols))
+	st.laid = l
+	return l
 }
 
 func kindOf(rows driver.Rows, i int) record.Kind {
