@@ -195,7 +195,7 @@ func Setup(t testing.TB, cfg erp.Connection, stmts ...string) {
 	// Closed now, not when the test ends: the driver keeps each idle
 	// connection's autocommit transaction open (it commits retaining), and
 	// one held for the test's length holds the oldest active transaction
-	// back for it.
+	// back for it (firebird.Active).
 	defer admin.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -206,22 +206,12 @@ func Setup(t testing.TB, cfg erp.Connection, stmts ...string) {
 	}
 }
 
-// Active is true of a row t of MON$TRANSACTIONS that the server still
-// holds active. MON$ shows each attachment as it last described itself, and
-// Firebird 3 has it describe itself again only on its next call: one
-// described while it committed, idle since (back in its pool), still shows
-// the transaction it ended. A transaction is active only if it is not older
-// than the oldest active one the server finds for a transaction begun now
-// (that one's MON$OLDEST_ACTIVE, not taken from the descriptions). An older
-// active transaction of anyone's holds that back and makes every one count.
-const Active = `t.MON$TRANSACTION_ID >= (SELECT o.MON$OLDEST_ACTIVE FROM MON$TRANSACTIONS o WHERE o.MON$TRANSACTION_ID = CURRENT_TRANSACTION)`
-
 // OpenWrites is how many read-write transactions the gateway's user
-// (GATEWAY) has open (Active).
+// (GATEWAY) has open (firebird.Active).
 func OpenWrites(t testing.TB, admin *sql.DB) int {
 	t.Helper()
 	return scalar(t, admin, `SELECT COUNT(*) FROM MON$TRANSACTIONS t JOIN MON$ATTACHMENTS a ON a.MON$ATTACHMENT_ID = t.MON$ATTACHMENT_ID
-		WHERE a.MON$USER = 'GATEWAY' AND t.MON$READ_ONLY = 0 AND `+Active)
+		WHERE a.MON$USER = 'GATEWAY' AND t.MON$READ_ONLY = 0 AND `+firebird.Active)
 }
 
 // AfterLoad fails t unless the gateway left what a guest must after a

@@ -96,29 +96,31 @@ func attachDSN(c erp.Connection, bound time.Duration, id string) string {
 	return DSN(c) + "&" + q.Encode()
 }
 
+// Active is true of a row t of MON$TRANSACTIONS that the server still
+// holds active. MON$ shows each attachment as it last described itself, and
+// Firebird 3 has it describe itself again only on its next call: one
+// described while it committed, idle in its pool since, still shows the
+// transaction it ended. A transaction is active only if it is not older
+// than the oldest active one the server finds for a transaction begun now
+// (that one's MON$OLDEST_ACTIVE, not taken from the descriptions). An older
+// active transaction of anyone's holds that back and makes every one count.
+const Active = `t.MON$TRANSACTION_ID >= (SELECT o.MON$OLDEST_ACTIVE FROM MON$TRANSACTIONS o WHERE o.MON$TRANSACTION_ID = CURRENT_TRANSACTION)`
+
 // huntSQL cancels the orphans among the attachments of the user's own that
-// carry a marker, and returns each: its id, the age of its oldest
+// carry a marker, and returns each: its id, the age of its oldest active
 // transaction that could hold anything (NULL: none), its bound, and
 // whether this process abandoned it (one of the ids in ABANDONED). The
 // marker's pattern is checked before its bound is read, and Firebird's
 // SIMILAR TO takes a hyphen only in brackets.
-//
-// MON$ shows each attachment as it last described itself, and Firebird 3
-// has it describe itself again only on its next call: one described while
-// it committed, idle in its pool since, still shows the transaction it
-// ended. Such a transaction is older than the oldest active one the server
-// finds for the hunt's own (MON$OLDEST_ACTIVE), and is not counted.
 const huntSQL = `EXECUTE BLOCK (ABANDONED VARCHAR(2000) CHARACTER SET ASCII = ?)
 RETURNS (ATTACHMENT_ID BIGINT, TX_AGE_MS BIGINT, BOUND_S INTEGER, ABANDONED_HERE SMALLINT)
 AS
 DECLARE MARK VARCHAR(255);
-DECLARE OLDEST_ACTIVE BIGINT;
 BEGIN
-  SELECT MON$OLDEST_ACTIVE FROM MON$TRANSACTIONS WHERE MON$TRANSACTION_ID = CURRENT_TRANSACTION INTO :OLDEST_ACTIVE;
   FOR SELECT a.MON$ATTACHMENT_ID, a.MON$CLIENT_VERSION,
         (SELECT DATEDIFF(MILLISECOND FROM MIN(t.MON$TIMESTAMP) TO CURRENT_TIMESTAMP) FROM MON$TRANSACTIONS t
           WHERE t.MON$ATTACHMENT_ID = a.MON$ATTACHMENT_ID AND NOT (t.MON$READ_ONLY = 1 AND t.MON$ISOLATION_MODE IN (2, 3))
-            AND t.MON$TRANSACTION_ID >= :OLDEST_ACTIVE)
+            AND ` + Active + `)
       FROM MON$ATTACHMENTS a
       WHERE a.MON$ATTACHMENT_ID <> CURRENT_CONNECTION
         AND a.MON$CLIENT_VERSION SIMILAR TO 'erp[-]gateway orphan[-]after=[0-9]{1,6} conn=[0-9a-f]{16}'

@@ -36,7 +36,7 @@ const (
 
 // ours counts the transactions that could hold anything (any but read-only
 // READ COMMITTED) of the gateway's attachments, and the oldest one's age:
-// those the server still holds active (fbtest.Active), all of them while
+// those the server still holds active (firebird.Active), all of them while
 // the bystander's is open.
 func ours(t testing.TB, admin *sql.DB) (n int, oldest time.Duration) {
 	t.Helper()
@@ -51,7 +51,7 @@ func ours(t testing.TB, admin *sql.DB) (n int, oldest time.Duration) {
 	err = tx.QueryRow(`SELECT COUNT(*), CAST(MAX(DATEDIFF(MILLISECOND FROM t.MON$TIMESTAMP TO CURRENT_TIMESTAMP)) AS BIGINT)
 		FROM MON$TRANSACTIONS t JOIN MON$ATTACHMENTS a ON a.MON$ATTACHMENT_ID = t.MON$ATTACHMENT_ID
 		WHERE a.MON$CLIENT_VERSION STARTING WITH 'erp-gateway ' AND NOT (t.MON$READ_ONLY = 1 AND t.MON$ISOLATION_MODE IN (2, 3))
-		AND `+fbtest.Active).Scan(&n, &age)
+		AND `+firebird.Active).Scan(&n, &age)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func (run cutRun) held(t *testing.T, admin *sql.DB, by *bystander) {
 		t.Errorf("a transaction of ours lived %s, past its bound %s", run.oldest, cutBound)
 	}
 	by.untouched(t, admin)
-	by.end(t) // it holds the oldest active transaction back (fbtest.Active says why that matters)
+	by.end(t) // it holds the oldest active transaction back (firebird.Active says why that matters)
 	settled(t, admin, run)
 }
 
@@ -218,7 +218,7 @@ func settled(t *testing.T, admin *sql.DB, run cutRun) {
 	t.Helper()
 	// admin's idle connections keep their autocommit transactions open
 	// (the driver commits retaining), which would hold the oldest active
-	// transaction back (fbtest.Active): closed, and none kept from here on.
+	// transaction back (firebird.Active): closed, and none kept from here on.
 	admin.SetMaxIdleConns(0)
 	for {
 		n, oldest := ours(t, admin)
