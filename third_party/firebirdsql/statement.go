@@ -94,6 +94,31 @@ func (stmt *firebirdsqlStmt) NumInput() int {
 	return -1
 }
 
+// ColumnType is a result column as the server described it at the
+// statement's prepare, in its XSQLVAR's terms: the SQL type (SQL_TYPE_*,
+// without the nullable bit), subtype, scale, and length in bytes. A BLOB's
+// subtype is the BLOB's (1: text), and Firebird gives a text BLOB's
+// character set in the scale's low byte; CHAR and VARCHAR carry theirs in
+// the subtype's.
+type ColumnType struct {
+	Name    string
+	Type    int
+	SubType int
+	Scale   int
+	Length  int
+}
+
+// ColumnTypes describes the statement's result columns as its prepare
+// learned them, without a round trip: before running it, a caller can
+// choose the statement it runs (a text BLOB cast into the row, say).
+func (stmt *firebirdsqlStmt) ColumnTypes() []ColumnType {
+	cols := make([]ColumnType, len(stmt.resultXsqlda))
+	for i, x := range stmt.resultXsqlda {
+		cols[i] = ColumnType{Name: x.aliasname, Type: x.sqltype, SubType: x.sqlsubtype, Scale: x.sqlscale, Length: x.sqllen}
+	}
+	return cols
+}
+
 // withCancelWatcher runs fn — a blocking wire *read* (opResponse, opSqlResponse,
 // or opFetchResponse) — while a watcher waits on ctx and fires op_cancel if ctx
 // is canceled first. The watcher is a context.AfterFunc: it costs a goroutine
