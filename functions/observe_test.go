@@ -132,7 +132,9 @@ func checkReferences(t *testing.T, line map[string]any) {
 // the real SDK against a Secrets Manager that counts its calls: the first
 // request to an instance reads its secret, opens a connection and prepares
 // its statement, and says so in its metrics; a repeat costs nothing of that;
-// another operation prepares its own statement; a refusal costs nothing.
+// another operation prepares its own statement, and one with a BLOB two (the
+// plain SELECT, whose description shows the BLOB, then the SELECT with the
+// BLOB in the row), and its repeat none; a refusal costs nothing.
 func TestSideCountersCountWhatEachRequestCost(t *testing.T) {
 	sm, doc, env := acmeInSecretsManager(t)
 	api, srv := newRuntimeAPI(t)
@@ -148,7 +150,8 @@ func TestSideCountersCountWhatEachRequestCost(t *testing.T) {
 	}{
 		{"first request", token, `{"CLAVE":"Get_Terceros","CODIGO":"800000000"}`, 1, 1, 1, 200},
 		{"the same again", token, `{"CLAVE":"Get_Terceros","CODIGO":"800000000"}`, 0, 0, 0, 200},
-		{"another operation", token, `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`, 0, 0, 1, 200},
+		{"another operation, with a BLOB", token, `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`, 0, 0, 2, 200},
+		{"that one again", token, `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`, 0, 0, 0, 200},
 		{"a wrong token", token + "x", `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`, 0, 0, 0, 401},
 	}
 	for i, tt := range tests {

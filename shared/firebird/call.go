@@ -42,15 +42,13 @@ const (
 // Read runs a selectable procedure in the session's transaction and encodes
 // its rows into out, its BLOBs in the row where they fit (read.go).
 func (s *Session) Read(ctx context.Context, procedure string, args []any, out *record.Encoder) error {
-	query := s.readQuery(ctx, procedure, len(args))
-	_, err := s.Query(ctx, query, args, out, 0, false)
-	plain := selectSQL(procedure, len(args))
-	switch {
-	case err == nil && query == plain:
-		s.learn(procedure, len(args), out.Cols())
-	case err != nil && query != plain && phase(s.at.Load()) == preparing && s.conn.IsValid():
-		out.Reset()
-		_, err = s.Query(ctx, s.plainAgain(procedure, len(args)), args, out, 0, false)
+	query, err := s.readQuery(ctx, procedure, len(args))
+	if err == nil {
+		_, err = s.Query(ctx, query, args, out, 0, false)
+		if err != nil && query != selectSQL(procedure, len(args)) && phase(s.at.Load()) == preparing && s.conn.IsValid() {
+			out.Reset()
+			_, err = s.Query(ctx, s.plainAgain(procedure, len(args)), args, out, 0, false)
+		}
 	}
 	return s.outcome(ctx, err)
 }

@@ -46,7 +46,7 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &conn{inner: dc, id: id, abandon: c.abandon, wire: w, many: c.many, stmts: make(map[string]*stmt), blocks: make(map[string]block), reads: make(map[string]*readPlan), max: c.maxStmt, used: time.Now()}, nil
+	return &conn{inner: dc, id: id, abandon: c.abandon, wire: w, many: c.many, stmts: make(map[string]*stmt), blocks: make(map[string]block), reads: make(map[string]string), transliterates: transliterates(c.cfg.Charset), max: c.maxStmt, used: time.Now()}, nil
 }
 
 // connect attaches through a wire of ours, its handshake bounded by ctx
@@ -119,9 +119,12 @@ type conn struct {
 	// blocks holds each block (Session.block), written from
 	// its procedures' signatures as read on this connection.
 	blocks map[string]block
-	// reads holds how each procedure is read (Session.readQuery), by its
-	// plain statement.
-	reads map[string]*readPlan
+	// reads holds the statement each procedure is read with
+	// (Session.readQuery), by its plain one.
+	reads map[string]string
+	// transliterates: the connection's character set is neither NONE nor
+	// OCTETS, so the server hands it text in that character set.
+	transliterates bool
 }
 
 // stmt is a statement prepared on a conn, reused for the conn's life.

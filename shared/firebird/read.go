@@ -3,23 +3,22 @@ package firebird
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
+	"github.com/nakagami/firebirdsql"
+
 	"github.com/erp-gateway/gateway/shared/calls"
-	"github.com/erp-gateway/gateway/shared/catalog"
-	"github.com/erp-gateway/gateway/shared/record"
 )
 
 // A BLOB costs a round trip of its own for each row that carries one (its
 // open, segments and close), and ERPs keep descriptions, notes and photos in
-// BLOBs. So a connection reads a procedure plainly the first time, as the
-// raw driver would; when its answer had BLOB columns, it learns their types
-// (the signatures' query, once per connection) and from then on selects
-// each BLOB in the row when it fits, and the BLOB itself only where it does
-// not: a long BLOB stays exact and the answer is byte for byte the plain
-// one (collect merges the two). A procedure without BLOBs costs nothing
-// more.
+// BLOBs. So the first time a connection reads a procedure it prepares the
+// plain SELECT, whose description says which columns are BLOBs (patch 0010
+// of third_party: no round trip), and, when some can travel in the row,
+// prepares instead a SELECT that casts each into the row when it fits and
+// selects the BLOB itself only where it does not: a long BLOB stays exact
+// and the answer is byte for byte the plain one (collect merges the two).
+// A procedure without BLOBs costs nothing more.
 
 // longColumn names the column that carries the BLOB of the column before it
 // in the rows where that one could not (collect).
@@ -36,64 +35,62 @@ const (
 	inlineLeast = 256
 )
 
-// readPlan is how a connection reads one procedure.
-type readPlan struct {
-	text string
-	// blobs: its answer had BLOB columns; described: the plan is settled.
-	blobs, described bool
+// Firebird's character sets NONE and OCTETS, by their ids: a text BLOB in
+// either reaches the client as its bytes are, never transliterated.
+const (
+	charsetNone   = 0
+	charsetOctets = 1
+)
+
+// described is the driver's statement as patch 0010 describes it.
+type described interface {
+	ColumnTypes() []firebirdsql.ColumnType
 }
 
-// readQuery is the statement the session reads procedure with.
-func (s *Session) readQuery(ctx context.Context, procedure string, nargs int) string {
+// readQuery is the statement the session reads procedure with, settled on
+// the connection's first read of it (see above).
+func (s *Session) readQuery(ctx context.Context, procedure string, nargs int) (string, error) {
 	plain := selectSQL(procedure, nargs)
-	plan := s.conn.reads[plain]
-	if plan == nil {
-		return plain
+	if text, ok := s.conn.reads[plain]; ok {
+		return text, nil
 	}
-	if !plan.described {
-		plan.described = true
-		name := strings.ToUpper(procedure)
-		if sigs, err := signatures(ctx, s.each, []string{name}); err == nil {
-			if text, ok := inlineSelect(procedure, nargs, sigs[name].Outputs); ok {
-				plan.text = text
-				s.conn.forget(plain)
-			}
+	st, err := s.prepare(ctx, plain)
+	if err != nil {
+		return "", err
+	}
+	text := plain
+	if d, ok := st.Stmt.(described); ok {
+		if inline, ok := inlineSelect(procedure, nargs, d.ColumnTypes(), s.conn.transliterates); ok {
+			text = inline
+			s.conn.forget(plain)
 		}
 	}
-	return plan.text
-}
-
-// learn notes what a plain read of procedure answered with, cols: whether
-// it has BLOBs to describe.
-func (s *Session) learn(procedure string, nargs int, cols []record.Column) {
-	plain := selectSQL(procedure, nargs)
-	if s.conn.reads[plain] != nil {
-		return
-	}
-	blobs := slices.ContainsFunc(cols, func(c record.Column) bool { return c.Kind == record.Binary })
-	s.conn.reads[plain] = &readPlan{text: plain, blobs: blobs, described: !blobs}
+	s.conn.reads[plain] = text
+	return text, nil
 }
 
 // plainAgain makes the connection read procedure plainly from now on: its
 // inline statement failed to prepare (the procedure changed, say).
 func (s *Session) plainAgain(procedure string, nargs int) string {
 	plain := selectSQL(procedure, nargs)
-	s.conn.reads[plain] = &readPlan{text: plain, described: true}
+	s.conn.reads[plain] = plain
 	return plain
 }
 
 // inlineSelect is the SELECT of procedure with its BLOB columns in the row
-// when they fit; ok is false when it has none that can be.
-func inlineSelect(procedure string, nargs int, outs []catalog.DBParam) (text string, ok bool) {
+// when they fit; ok is false when it has none that can be. transliterating:
+// the connection's character set is neither NONE nor OCTETS, so a text BLOB
+// reaches it in that character set, which a VARCHAR in UTF8 does too.
+func inlineSelect(procedure string, nargs int, cols []firebirdsql.ColumnType, transliterating bool) (text string, ok bool) {
 	var inline []int
 	used := 0
-	for i, o := range outs {
-		if inlinable(o) {
+	for i, c := range cols {
+		if inlinable(c, transliterating) {
 			inline = append(inline, i)
 			used += 8 + 4 // the long column's BLOB id, and a NULL flag
 			continue
 		}
-		used += messageBytes(o) + 4
+		used += columnBytes(c) + 4
 	}
 	if len(inline) == 0 {
 		return "", false
@@ -102,48 +99,56 @@ func inlineSelect(procedure string, nargs int, outs []catalog.DBParam) (text str
 	if room < inlineLeast {
 		return "", false
 	}
-	cols := make([]string, 0, len(outs)+len(inline))
-	for _, o := range outs {
-		name := calls.Quote(o.Name)
-		if !inlinable(o) {
-			cols = append(cols, name)
+	list := make([]string, 0, len(cols)+len(inline))
+	for _, c := range cols {
+		name := calls.Quote(c.Name)
+		if !inlinable(c, transliterating) {
+			list = append(list, name)
 			continue
 		}
 		// A CAST of a longer BLOB would fail the whole statement: the
 		// length decides first. UTF8 takes up to 4 bytes a character.
 		as, n := "VARCHAR(%d) CHARACTER SET OCTETS", room
-		if o.SubType == 1 {
-			as, n = "VARCHAR(%d) CHARACTER SET "+o.Charset, room/4
+		if c.SubType == 1 {
+			as, n = "VARCHAR(%d) CHARACTER SET UTF8", room/4
 		}
-		cols = append(cols,
+		list = append(list,
 			fmt.Sprintf("CASE WHEN OCTET_LENGTH(%s) <= %d THEN CAST(%s AS "+as+") END AS %s", name, n, name, n, name),
 			fmt.Sprintf("CASE WHEN OCTET_LENGTH(%s) > %d THEN %s END AS %s", name, n, name, longColumn))
 	}
-	return "SELECT " + strings.Join(cols, ", ") + " FROM " + procedure + placeholders(nargs), true
+	return "SELECT " + strings.Join(list, ", ") + " FROM " + procedure + placeholders(nargs), true
 }
 
-// inlinable: a binary BLOB, or a text BLOB in a character set the server
-// transliterates (NONE's bytes reach the driver as they are).
-func inlinable(p catalog.DBParam) bool {
-	if p.Type != "BLOB" {
+// inlinable: a binary BLOB, or a text BLOB the server transliterates to the
+// connection's character set (Firebird describes it in that one: a BLOB in
+// NONE or OCTETS keeps its own).
+func inlinable(c firebirdsql.ColumnType, transliterating bool) bool {
+	if c.Type != firebirdsql.SQL_TYPE_BLOB {
 		return false
 	}
-	switch p.SubType {
+	switch c.SubType {
 	case 0:
 		return true
 	case 1:
-		return p.Charset != "" && p.Charset != "NONE" && p.Charset != "OCTETS"
+		cs := c.Scale & 0xFF
+		return transliterating && cs != charsetNone && cs != charsetOctets
 	}
 	return false
 }
 
-// messageBytes is at most what a column takes in a row's message.
-func messageBytes(p catalog.DBParam) int {
-	switch p.Type {
-	case "CHAR", "VARCHAR":
-		return p.Chars*4 + 2
-	case "SMALLINT", "INTEGER", "DATE", "TIME", "BOOLEAN", "FLOAT":
-		return 4
+// columnBytes is at most what a column takes in a row's message: its
+// length, a VARCHAR's two bytes of length, and its alignment.
+func columnBytes(c firebirdsql.ColumnType) int {
+	return c.Length + 2 + 6
+}
+
+// transliterates reports whether a connection in charset (a name or alias
+// Firebird accepts; empty: the default, UTF8) is handed text in it.
+func transliterates(charset string) bool {
+	for _, raw := range []string{"NONE", "OCTETS", "BINARY"} {
+		if strings.EqualFold(charset, raw) {
+			return false
+		}
 	}
-	return 16
+	return true
 }

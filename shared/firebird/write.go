@@ -124,6 +124,17 @@ func rowBytes(cols []catalog.DBParam) (n int, ok bool) {
 	return n, true
 }
 
+// messageBytes is at most what a parameter takes in a row's message.
+func messageBytes(p catalog.DBParam) int {
+	switch p.Type {
+	case "CHAR", "VARCHAR":
+		return p.Chars*4 + 2
+	case "SMALLINT", "INTEGER", "DATE", "TIME", "BOOLEAN", "FLOAT":
+		return 4
+	}
+	return 16
+}
+
 // originInputs are every write block's first inputs: the origin's two
 // values, which originContext sets.
 func originInputs() []string {

@@ -88,9 +88,6 @@ func (e *Encoder) Reset() {
 // Columns sets the columns of the rows that follow.
 func (e *Encoder) Columns(cols []Column) { e.cols = cols }
 
-// Cols is the columns set last.
-func (e *Encoder) Cols() []Column { return e.cols }
-
 // Rows is how many rows were encoded.
 func (e *Encoder) Rows() int { return e.rows }
 
