@@ -23,7 +23,10 @@ import (
 // frozen server, a lock wait): the deadline then holds.
 func DSN(c erp.Connection) string {
 	q := url.Values{}
-	q.Set("charset", cmp.Or(c.Charset, erp.DefaultCharset))
+	// Firebird takes a character set's name in any case; the driver decodes
+	// text by the upper-case name only, and handed a document's "utf8" every
+	// VARCHAR back as bytes (answered in base64).
+	q.Set("charset", strings.ToUpper(cmp.Or(c.Charset, erp.DefaultCharset)))
 	if c.Role != "" {
 		q.Set("role", c.Role)
 	}

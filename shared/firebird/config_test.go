@@ -39,6 +39,7 @@ func TestDSNOptions(t *testing.T) {
 		{"policy by name", `{"wire_crypt":"enabled"}`, map[string]string{"wire_crypt": "enabled"}},
 		{"legacy auth only when listed", `{"auth_plugin":"Legacy_Auth","auth_plugin_list":"Srp256, Legacy_Auth"}`,
 			map[string]string{"auth_plugin_name": "Legacy_Auth", "auth_plugin_list": "Srp256,Legacy_Auth"}},
+		{"a character set in lower case", `{"charset":"utf8"}`, map[string]string{"charset": "UTF8"}},
 		{"compression and zone", `{"wire_compress":true,"timezone":"America/Bogota","charset":"WIN1252"}`,
 			map[string]string{"wire_compress": "true", "timezone": "America/Bogota", "charset": "WIN1252"}},
 	}
