@@ -46,7 +46,7 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &conn{inner: dc, id: id, abandon: c.abandon, wire: w, many: c.many, stmts: make(map[string]*stmt), blocks: make(map[string]block), reads: make(map[string]string), transliterates: transliterates(c.cfg.Charset), max: c.maxStmt, used: time.Now()}, nil
+	return &conn{inner: dc, id: id, abandon: c.abandon, wire: w, many: c.many, stmts: make(map[string]*stmt), blocks: make(map[string]block), reads: make(map[string]string), utf8: isUTF8(c.cfg.Charset), max: c.maxStmt, used: time.Now()}, nil
 }
 
 // connect attaches through a wire of ours, its handshake bounded by ctx
@@ -122,9 +122,9 @@ type conn struct {
 	// reads holds the statement each procedure is read with
 	// (Session.readQuery), by its plain one.
 	reads map[string]string
-	// transliterates: the connection's character set is neither NONE nor
-	// OCTETS, so the server hands it text in that character set.
-	transliterates bool
+	// utf8: the connection's character set is UTF8, in which the driver
+	// hands on a VARCHAR and a text BLOB alike (Session.readQuery).
+	utf8 bool
 }
 
 // stmt is a statement prepared on a conn, reused for the conn's life.

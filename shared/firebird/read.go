@@ -1,6 +1,7 @@
 package firebird
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"github.com/nakagami/firebirdsql"
 
 	"github.com/erp-gateway/gateway/shared/calls"
+	"github.com/erp-gateway/gateway/shared/erp"
 )
 
 // A BLOB costs a round trip of its own for each row that carries one (its
@@ -60,7 +62,7 @@ func (s *Session) readQuery(ctx context.Context, procedure string, nargs int) (s
 	}
 	text := plain
 	if d, ok := st.Stmt.(described); ok {
-		if inline, ok := inlineSelect(procedure, nargs, d.ColumnTypes(), s.conn.transliterates); ok {
+		if inline, ok := inlineSelect(procedure, nargs, d.ColumnTypes(), s.conn.utf8); ok {
 			text = inline
 			s.conn.forget(plain)
 		}
@@ -70,7 +72,7 @@ func (s *Session) readQuery(ctx context.Context, procedure string, nargs int) (s
 }
 
 // plainAgain makes the connection read procedure plainly from now on: its
-// inline statement failed to prepare (the procedure changed, say).
+// inline statement failed to prepare (a cast the server refused, say).
 func (s *Session) plainAgain(procedure string, nargs int) string {
 	plain := selectSQL(procedure, nargs)
 	s.conn.reads[plain] = plain
@@ -78,14 +80,15 @@ func (s *Session) plainAgain(procedure string, nargs int) string {
 }
 
 // inlineSelect is the SELECT of procedure with its BLOB columns in the row
-// when they fit; ok is false when it has none that can be. transliterating:
-// the connection's character set is neither NONE nor OCTETS, so a text BLOB
-// reaches it in that character set, which a VARCHAR in UTF8 does too.
-func inlineSelect(procedure string, nargs int, cols []firebirdsql.ColumnType, transliterating bool) (text string, ok bool) {
+// when they fit; ok is false when it has none that can be. Text goes in the
+// row only on a connection in UTF8 (utf8), where a VARCHAR and a text BLOB
+// reach the driver alike (on others it decodes only some character sets'
+// VARCHARs, and none of NONE's), cast to UTF8 as the server hands the BLOB.
+func inlineSelect(procedure string, nargs int, cols []firebirdsql.ColumnType, utf8 bool) (text string, ok bool) {
 	var inline []int
 	used := 0
 	for i, c := range cols {
-		if inlinable(c, transliterating) {
+		if inlinable(c, utf8) {
 			inline = append(inline, i)
 			used += 8 + 4 // the long column's BLOB id, and a NULL flag
 			continue
@@ -102,7 +105,7 @@ func inlineSelect(procedure string, nargs int, cols []firebirdsql.ColumnType, tr
 	list := make([]string, 0, len(cols)+len(inline))
 	for _, c := range cols {
 		name := calls.Quote(c.Name)
-		if !inlinable(c, transliterating) {
+		if !inlinable(c, utf8) {
 			list = append(list, name)
 			continue
 		}
@@ -119,10 +122,10 @@ func inlineSelect(procedure string, nargs int, cols []firebirdsql.ColumnType, tr
 	return "SELECT " + strings.Join(list, ", ") + " FROM " + procedure + placeholders(nargs), true
 }
 
-// inlinable: a binary BLOB, or a text BLOB the server transliterates to the
-// connection's character set (Firebird describes it in that one: a BLOB in
-// NONE or OCTETS keeps its own).
-func inlinable(c firebirdsql.ColumnType, transliterating bool) bool {
+// inlinable: a binary BLOB, or on a connection in UTF8 a text BLOB the
+// server transliterates to it (Firebird then describes it in UTF8; one in
+// NONE or OCTETS keeps its own, and its bytes reach the driver as they are).
+func inlinable(c firebirdsql.ColumnType, utf8 bool) bool {
 	if c.Type != firebirdsql.SQL_TYPE_BLOB {
 		return false
 	}
@@ -131,7 +134,7 @@ func inlinable(c firebirdsql.ColumnType, transliterating bool) bool {
 		return true
 	case 1:
 		cs := c.Scale & 0xFF
-		return transliterating && cs != charsetNone && cs != charsetOctets
+		return utf8 && cs != charsetNone && cs != charsetOctets
 	}
 	return false
 }
@@ -142,13 +145,8 @@ func columnBytes(c firebirdsql.ColumnType) int {
 	return c.Length + 2 + 6
 }
 
-// transliterates reports whether a connection in charset (a name or alias
-// Firebird accepts; empty: the default, UTF8) is handed text in it.
-func transliterates(charset string) bool {
-	for _, raw := range []string{"NONE", "OCTETS", "BINARY"} {
-		if strings.EqualFold(charset, raw) {
-			return false
-		}
-	}
-	return true
+// isUTF8 reports whether a connection in charset (empty: the default) is
+// in UTF8.
+func isUTF8(charset string) bool {
+	return strings.EqualFold(cmp.Or(charset, erp.DefaultCharset), "UTF8")
 }

@@ -11,13 +11,16 @@ import (
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/firebird"
 	"github.com/erp-gateway/gateway/shared/record"
+	"github.com/erp-gateway/gateway/shared/tally"
 )
 
 // TestBlobsInTheRowAnswerAsPlainOnes: a read with its BLOBs cast into the
 // row answers byte for byte as the plain SELECT of the same procedure, whose
 // BLOBs are read as BLOBs: text BLOBs in UTF8, in WIN1252 and in NONE, a
 // binary one, NULL and empty ones, and lengths on both sides of what the row
-// holds; on connections in UTF8 and in NONE, and in a WIN1252 database.
+// holds; on connections in UTF8 (however its name is written), WIN1252 and
+// NONE, and in a WIN1252 database. The first read prepares two statements
+// (the plain one, described, then the one it runs), the next none.
 func TestBlobsInTheRowAnswerAsPlainOnes(t *testing.T) {
 	demo := fbtest.Demo(t)
 	fbtest.Setup(t, demo,
@@ -46,8 +49,8 @@ func TestBlobsInTheRowAnswerAsPlainOnes(t *testing.T) {
 			END
 		END`,
 		`GRANT EXECUTE ON PROCEDURE REST_TEST_INLINE TO GATEWAY`)
-	none := demo
-	none.Charset = "NONE"
+	none, win1252, lower := demo, demo, demo
+	none.Charset, win1252.Charset, lower.Charset = "NONE", "WIN1252", "utf8"
 	tests := []struct {
 		name      string
 		conn      erp.Connection
@@ -56,16 +59,20 @@ func TestBlobsInTheRowAnswerAsPlainOnes(t *testing.T) {
 	}{
 		{"every row, UTF8", demo, "REST_TEST_INLINE", []any{nil}},
 		{"one row, its BLOBs the longest the row holds", demo, "REST_TEST_INLINE", []any{3}},
+		{"every row, utf8", lower, "REST_TEST_INLINE", []any{nil}},
+		{"every row, WIN1252", win1252, "REST_TEST_INLINE", []any{nil}},
 		{"every row, NONE", none, "REST_TEST_INLINE", []any{nil}},
 		{"Get_Referencias", demo, "REST_SELECT_REFERENCIA", []any{"REF0001"}},
 		{"Get_Referencias, WIN1252 database", fbtest.Other(t), "REST_SELECT_REFERENCIA", []any{"PRD0001"}},
 	}
-	ctx := context.Background()
+	answers := make(map[string]string)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pools := firebird.NewPools(firebird.Options{MaxConns: 1})
 			defer pools.Close()
 			target := erp.Target{Instance: "x", Connection: tt.conn}
+			var counts tally.Counts
+			ctx := tally.With(context.Background(), &counts)
 			read := func(do func(*firebird.Session, *record.Encoder) error) string {
 				t.Helper()
 				out := record.NewEncoder("", "", record.Limits{})
@@ -87,12 +94,24 @@ func TestBlobsInTheRowAnswerAsPlainOnes(t *testing.T) {
 				_, err := s.Query(ctx, plain, tt.args, out, 0, false)
 				return err
 			}
+			var got []string
+			for i, prepares := range []int64{2, 0} {
+				before := counts.Get(tally.StatementPrepares)
+				got = append(got, read(inRow))
+				if n := counts.Get(tally.StatementPrepares) - before; n != prepares {
+					t.Errorf("read %d prepared %d statements, want %d", i, n, prepares)
+				}
+			}
 			want := read(asBlobs)
-			for i := range 2 { // the first prepares, the second reuses
-				if got := read(inRow); got != want {
-					t.Fatalf("read %d:\n%.3000s\nas BLOBs:\n%.3000s", i, got, want)
+			answers[tt.name] = want
+			for i := range got {
+				if got[i] != want {
+					t.Fatalf("read %d:\n%.3000s\nas BLOBs:\n%.3000s", i, got[i], want)
 				}
 			}
 		})
+	}
+	if answers["every row, utf8"] != answers["every row, UTF8"] {
+		t.Errorf("a connection in utf8 answered\n%.1000s\nin UTF8\n%.1000s", answers["every row, utf8"], answers["every row, UTF8"])
 	}
 }
