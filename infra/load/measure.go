@@ -123,9 +123,9 @@ func measure(ctx context.Context, kind string, clients []client, d time.Duration
 		return result{}, fmt.Errorf("%d clients %s: %w", len(clients), kind, err)
 	}
 	// A Firebird restarted meanwhile counts its CPU from zero again.
-	used := cpuSample{firebird: cpuAfter.firebird - cpuBefore.firebird, box: cpuAfter.box - cpuBefore.box}
+	used := cpuAfter.minus(cpuBefore)
 	r := result{kind: kind, clients: len(clients), elapsed: elapsed, cpu: used,
-		cpuKnown: cpuErr == nil && cpuErrAfter == nil && used.firebird >= 0 && used.box >= 0}
+		cpuKnown: cpuErr == nil && cpuErrAfter == nil && used.firebird >= 0 && used.box() >= 0}
 	for _, t := range tallies {
 		r.latencies = append(r.latencies, t.latencies...)
 		r.errors += t.errors

@@ -30,8 +30,7 @@ type result struct {
 func (r *result) add(part result) {
 	r.elapsed += part.elapsed
 	r.latencies = append(r.latencies, part.latencies...)
-	r.cpu.firebird += part.cpu.firebird
-	r.cpu.box += part.cpu.box
+	r.cpu = r.cpu.plus(part.cpu)
 	r.cpuKnown = r.cpuKnown && part.cpuKnown
 	r.errors += part.errors
 	r.firstErr = cmp.Or(r.firstErr, part.firstErr)
@@ -58,20 +57,20 @@ func (r result) cpuPerRequest() (cpuSample, bool) {
 		return cpuSample{}, false
 	}
 	n := time.Duration(len(r.latencies))
-	return cpuSample{firebird: r.cpu.firebird / n, box: r.cpu.box / n}, true
+	return cpuSample{firebird: r.cpu.firebird / n, server: r.cpu.server / n, generator: r.cpu.generator / n}, true
 }
 
 // printTable prints raw and http side by side; results holds a raw result
 // followed by the http result of the same client count.
 func printTable(w io.Writer, results []result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "clients\tkind\treq/s\tp50\tp99\tratio(http/raw)\tfirebird CPU/req\tbox CPU/req")
+	fmt.Fprintln(tw, "clients\tkind\treq/s\tp50\tp99\tratio(http/raw)\tfirebird CPU/req\tserver\tgenerator\tbox CPU/req")
 	var raw result
 	for _, r := range results {
-		ratio, fb, box := "-", "n/a", "n/a"
+		ratio, fb, srv, gen, box := "-", "n/a", "n/a", "n/a", "n/a"
 		perReq, ok := r.cpuPerRequest()
 		if ok {
-			fb, box = ms(perReq.firebird), ms(perReq.box)
+			fb, srv, gen, box = ms(perReq.firebird), ms(perReq.server), ms(perReq.generator), ms(perReq.box())
 		}
 		if r.kind == "raw" {
 			raw = r
@@ -79,13 +78,13 @@ func printTable(w io.Writer, results []result) error {
 			if raw.perSecond() > 0 {
 				ratio = fmt.Sprintf("%.2f", r.perSecond()/raw.perSecond())
 			}
-			if rawPerReq, rawOK := raw.cpuPerRequest(); ok && rawOK && rawPerReq.firebird > 0 && rawPerReq.box > 0 {
+			if rawPerReq, rawOK := raw.cpuPerRequest(); ok && rawOK && rawPerReq.firebird > 0 && rawPerReq.box() > 0 {
 				fb += fmt.Sprintf(" (%.2fx raw)", float64(perReq.firebird)/float64(rawPerReq.firebird))
-				box += fmt.Sprintf(" (%.2fx raw)", float64(perReq.box)/float64(rawPerReq.box))
+				box += fmt.Sprintf(" (%.2fx raw)", float64(perReq.box())/float64(rawPerReq.box()))
 			}
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\n",
-			r.clients, r.kind, r.perSecond(), ms(r.percentile(50)), ms(r.percentile(99)), ratio, fb, box)
+		fmt.Fprintf(tw, "%d\t%s\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			r.clients, r.kind, r.perSecond(), ms(r.percentile(50)), ms(r.percentile(99)), ratio, fb, srv, gen, box)
 	}
 	return tw.Flush()
 }
@@ -99,11 +98,21 @@ func ms(d time.Duration) string {
 // real would need cgo.
 const clockTicksPerSecond = 100
 
-// cpuSample is CPU time (user + system): Firebird's, and the box's, which
-// is Firebird's, this generator's (whose clients are the raw calls or the
-// HTTP ones) and the local server's. On a box they share, what a call costs
-// them all is what bounds the calls per second.
-type cpuSample struct{ firebird, box time.Duration }
+// cpuSample is CPU time (user + system): Firebird's, the local server's and
+// this generator's (whose clients are the raw calls or the HTTP ones). On a
+// box they share, what a call costs them all (box) is what bounds the calls
+// per second.
+type cpuSample struct{ firebird, server, generator time.Duration }
+
+func (c cpuSample) box() time.Duration { return c.firebird + c.server + c.generator }
+
+func (c cpuSample) plus(d cpuSample) cpuSample {
+	return cpuSample{firebird: c.firebird + d.firebird, server: c.server + d.server, generator: c.generator + d.generator}
+}
+
+func (c cpuSample) minus(d cpuSample) cpuSample {
+	return cpuSample{firebird: c.firebird - d.firebird, server: c.server - d.server, generator: c.generator - d.generator}
+}
 
 // sampleCPU is the CPU time used so far, the local server's being the
 // process serverPID's.
@@ -120,7 +129,7 @@ func sampleCPU(serverPID int) (cpuSample, error) {
 	if err != nil {
 		return cpuSample{}, err
 	}
-	return cpuSample{firebird: fb, box: fb + self + srv}, nil
+	return cpuSample{firebird: fb, server: srv, generator: self}, nil
 }
 
 // firebirdCPU is the CPU time (user + system) the Firebird server processes
