@@ -1,0 +1,112 @@
+package functions_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// rie is AWS's Lambda Runtime Interface Emulator, the one its base images
+// carry: an emulator of AWS's own beside ours (runtime_test.go), so the
+// binaries are held to more than our reading of the Runtime API. Its
+// module's newest version on the proxy, pinned.
+const rie = "github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@v0.0.0-20261030222936-bef5c4ba774d"
+
+// installRIE builds the emulator through the module proxy (the build cache
+// makes it quick after the first time) and returns its binary.
+func installRIE(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	cmd := exec.Command("go", "install", rie)
+	cmd.Env = append(os.Environ(), "GOBIN="+dir, "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go install %s: %v\n%s", rie, err, b)
+	}
+	return filepath.Join(dir, "aws-lambda-rie")
+}
+
+// TestBootstrapUnderAWSsRuntimeEmulator runs the executequery binary under
+// AWS's emulator, invoked as the Lambda service invokes it: a read answers
+// with its record, a new execution environment's reads take the round
+// trips the guide gives (at most 9, then 1: infra/docs/internals.md), and a
+// malformed body is refused with its code.
+func TestBootstrapUnderAWSsRuntimeEmulator(t *testing.T) {
+	emulator := installRIE(t)
+	binary := buildBootstrap(t, "executequery")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cmd := exec.Command(emulator, "--runtime-interface-emulator-address", addr, binary)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "AWS_REGION=us-east-1", "AWS_LAMBDA_FUNCTION_TIMEOUT=30"}, environ(inline(t, nil))...)
+	logs := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill() //nolint:errcheck // it may have exited
+		cmd.Wait()         //nolint:errcheck // killed
+		if t.Failed() {
+			t.Logf("emulator output:\n%s", logs.String())
+		}
+	})
+	invoke := func(body string) events.APIGatewayProxyResponse {
+		t.Helper()
+		ev, err := json.Marshal(restEvent(t, apiPath+"executequery", body, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		url := "http://" + addr + "/2015-03-31/functions/function/invocations"
+		var resp *http.Response
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if resp, err = http.Post(url, "application/json", bytes.NewReader(ev)); err == nil || time.Now().After(deadline) {
+				break
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out events.APIGatewayProxyResponse
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("invocation: HTTP %d, %v", resp.StatusCode, err)
+		}
+		return out
+	}
+	for i := range 3 {
+		resp := invoke(`{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`)
+		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Body, `{"cod_error":0,"data":[{"CODIGO":"REF0001",`) {
+			t.Fatalf("read %d: %d %.300s", i, resp.StatusCode, resp.Body)
+		}
+	}
+	if resp := invoke(`{"CLAVE":"Get_Terceros","CODIGO":12}`); resp.StatusCode != 400 || !strings.Contains(resp.Body, `"cod_error":1007`) {
+		t.Fatalf("malformed: %d %s", resp.StatusCode, resp.Body)
+	}
+	var trips []float64
+	for line := range strings.Lines(logs.String()) {
+		var l struct {
+			Msg        string   `json:"msg"`
+			Status     int      `json:"status"`
+			RoundTrips *float64 `json:"round_trips"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "request" && l.Status == 200 && l.RoundTrips != nil {
+			trips = append(trips, *l.RoundTrips)
+		}
+	}
+	t.Logf("round trips of the reads: %v", trips)
+	if len(trips) != 3 || trips[0] > 9 || trips[1] != 1 || trips[2] != 1 {
+		t.Errorf("the reads' round trips: %v, want at most 9, then 1 and 1", trips)
+	}
+}
