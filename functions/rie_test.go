@@ -34,6 +34,18 @@ func installRIE(t *testing.T) string {
 	return filepath.Join(dir, "aws-lambda-rie")
 }
 
+// freeAddr is a loopback address the kernel had free; another process may
+// take it first, and then the emulator fails loudly.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
 // TestBootstrapUnderAWSsRuntimeEmulator runs the executequery binary under
 // AWS's emulator, invoked as the Lambda service invokes it: a read answers
 // with its record, a new execution environment's reads take the round
@@ -42,13 +54,10 @@ func installRIE(t *testing.T) string {
 func TestBootstrapUnderAWSsRuntimeEmulator(t *testing.T) {
 	emulator := installRIE(t)
 	binary := buildBootstrap(t, "executequery")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	cmd := exec.Command(emulator, "--runtime-interface-emulator-address", addr, binary)
+	// Its invocations' address and its Runtime API's (9001 unless told),
+	// each a free port.
+	addr, runtimeAPI := freeAddr(t), freeAddr(t)
+	cmd := exec.Command(emulator, "--runtime-interface-emulator-address", addr, "--runtime-api-address", runtimeAPI, binary)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "AWS_REGION=us-east-1", "AWS_LAMBDA_FUNCTION_TIMEOUT=30"}, environ(inline(t, nil))...)
 	logs := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
