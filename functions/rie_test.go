@@ -3,6 +3,7 @@ package functions_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -46,20 +47,17 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// TestBootstrapUnderAWSsRuntimeEmulator runs the executequery binary under
-// AWS's emulator, invoked as the Lambda service invokes it: a read answers
-// with its record, a new execution environment's reads take the round
-// trips the guide gives (at most 9, then 1: infra/docs/internals.md), and a
-// malformed body is refused with its code.
-func TestBootstrapUnderAWSsRuntimeEmulator(t *testing.T) {
-	emulator := installRIE(t)
-	binary := buildBootstrap(t, "executequery")
+// underRIE runs binary under the emulator with env and returns a function
+// that invokes it with an API Gateway event of path and body, as the
+// Lambda service does, and what the emulator and the function print.
+func underRIE(t *testing.T, emulator, binary string, env []string) (invoke func(path, body string) events.APIGatewayProxyResponse, logs *lockedBuffer) {
+	t.Helper()
 	// Its invocations' address and its Runtime API's (9001 unless told),
 	// each a free port.
 	addr, runtimeAPI := freeAddr(t), freeAddr(t)
 	cmd := exec.Command(emulator, "--runtime-interface-emulator-address", addr, "--runtime-api-address", runtimeAPI, binary)
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "AWS_REGION=us-east-1", "AWS_LAMBDA_FUNCTION_TIMEOUT=30"}, environ(inline(t, nil))...)
-	logs := &lockedBuffer{}
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "AWS_REGION=us-east-1", "AWS_LAMBDA_FUNCTION_TIMEOUT=30"}, env...)
+	logs = &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -71,9 +69,9 @@ func TestBootstrapUnderAWSsRuntimeEmulator(t *testing.T) {
 			t.Logf("emulator output:\n%s", logs.String())
 		}
 	})
-	invoke := func(body string) events.APIGatewayProxyResponse {
+	invoke = func(path, body string) events.APIGatewayProxyResponse {
 		t.Helper()
-		ev, err := json.Marshal(restEvent(t, apiPath+"executequery", body, nil))
+		ev, err := json.Marshal(restEvent(t, path, body, nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,28 +92,56 @@ func TestBootstrapUnderAWSsRuntimeEmulator(t *testing.T) {
 		}
 		return out
 	}
-	for i := range 3 {
-		resp := invoke(`{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`)
-		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Body, `{"cod_error":0,"data":[{"CODIGO":"REF0001",`) {
-			t.Fatalf("read %d: %d %.300s", i, resp.StatusCode, resp.Body)
+	return invoke, logs
+}
+
+// TestBootstrapsUnderAWSsRuntimeEmulator runs both functions' binaries
+// under AWS's emulator. A read answers with its record, a new execution
+// environment's reads take the round trips the guide gives (at most 9, then
+// 1: infra/docs/internals.md), and a malformed body is refused with its
+// code; a write answers with its read-back, and the same write again with
+// the procedure's refusal.
+func TestBootstrapsUnderAWSsRuntimeEmulator(t *testing.T) {
+	emulator := installRIE(t)
+	instances := environ(inline(t, nil))
+
+	t.Run("executequery", func(t *testing.T) {
+		invoke, logs := underRIE(t, emulator, buildBootstrap(t, "executequery"), instances)
+		for i := range 3 {
+			resp := invoke(apiPath+"executequery", `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`)
+			if resp.StatusCode != 200 || !strings.HasPrefix(resp.Body, `{"cod_error":0,"data":[{"CODIGO":"REF0001",`) {
+				t.Fatalf("read %d: %d %.300s", i, resp.StatusCode, resp.Body)
+			}
 		}
-	}
-	if resp := invoke(`{"CLAVE":"Get_Terceros","CODIGO":12}`); resp.StatusCode != 400 || !strings.Contains(resp.Body, `"cod_error":1007`) {
-		t.Fatalf("malformed: %d %s", resp.StatusCode, resp.Body)
-	}
-	var trips []float64
-	for line := range strings.Lines(logs.String()) {
-		var l struct {
-			Msg        string   `json:"msg"`
-			Status     int      `json:"status"`
-			RoundTrips *float64 `json:"round_trips"`
+		if resp := invoke(apiPath+"executequery", `{"CLAVE":"Get_Terceros","CODIGO":12}`); resp.StatusCode != 400 || !strings.Contains(resp.Body, `"cod_error":1007`) {
+			t.Fatalf("malformed: %d %s", resp.StatusCode, resp.Body)
 		}
-		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "request" && l.Status == 200 && l.RoundTrips != nil {
-			trips = append(trips, *l.RoundTrips)
+		var trips []float64
+		for line := range strings.Lines(logs.String()) {
+			var l struct {
+				Msg        string   `json:"msg"`
+				Status     int      `json:"status"`
+				RoundTrips *float64 `json:"round_trips"`
+			}
+			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "request" && l.Status == 200 && l.RoundTrips != nil {
+				trips = append(trips, *l.RoundTrips)
+			}
 		}
-	}
-	t.Logf("round trips of the reads: %v", trips)
-	if len(trips) != 3 || trips[0] > 9 || trips[1] != 1 || trips[2] != 1 {
-		t.Errorf("the reads' round trips: %v, want at most 9, then 1 and 1", trips)
-	}
+		t.Logf("round trips of the reads: %v", trips)
+		if len(trips) != 3 || trips[0] > 9 || trips[1] != 1 || trips[2] != 1 {
+			t.Errorf("the reads' round trips: %v, want at most 9, then 1 and 1", trips)
+		}
+	})
+
+	t.Run("execute", func(t *testing.T) {
+		invoke, _ := underRIE(t, emulator, buildBootstrap(t, "execute"), instances)
+		code := fmt.Sprintf("E%d", time.Now().UnixNano()%1e14)
+		body := `{"CLAVE":"Set_Terceros","CODIGO":"` + code + `","DV":"1","NATURALEZA":"N","NOM1":"Ana","APL1":"Peña","RAZON_COMERCIAL":"Ana Peña","DIRECCION":"Calle 2","CODIDENTIDAD":"CC","CODSOCIEDAD":"PN","CODPAIS":"CO","CODMUNICIPIO":"11001"}`
+		if resp := invoke(apiPath+"execute", body); resp.StatusCode != 200 || !strings.Contains(resp.Body, `"CODIGO":"`+code+`"`) || !strings.Contains(resp.Body, `"NOMBRE":"Ana Peña"`) {
+			t.Fatalf("insert: %d %.300s", resp.StatusCode, resp.Body)
+		}
+		if resp := invoke(apiPath+"execute", body); resp.StatusCode != 200 || !strings.Contains(resp.Body, `YA EXISTE`) {
+			t.Fatalf("the same again: %d %.300s", resp.StatusCode, resp.Body)
+		}
+	})
 }
