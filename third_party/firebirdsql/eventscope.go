@@ -30,6 +30,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"sync"
 )
 
@@ -76,7 +77,7 @@ func (s *eventScope) wire(addr, timezone, charset string) (*wireProtocol, error)
 	}
 	s.conns = append(s.conns, c)
 	s.mu.Unlock()
-	p := &wireProtocol{buf: make([]byte, 0, BUFFER_LEN), addr: addr, timezone: timezone, charset: charset}
+	p := &wireProtocol{buf: make([]byte, 0, BUFFER_LEN), addr: addr, timezone: timezone, charset: charset, debug: os.Getenv("FB_DEBUG") != ""}
 	p.conn, err = newWireChannel(c)
 	if err != nil {
 		return nil, err

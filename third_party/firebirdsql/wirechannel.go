@@ -48,6 +48,7 @@ type wireChannel struct {
 	chacha20writer *chacha20.Cipher
 	compressor     *zlib.Writer
 	decompressor   io.ReadCloser
+	sealed         []byte
 }
 
 func newWireChannel(conn net.Conn) (wireChannel, error) {
@@ -104,13 +105,14 @@ func (c *wireChannel) Read(buf []byte) (n int, err error) {
 
 	// Original code without compression
 	if c.plugin != "" {
-		src := make([]byte, len(buf))
-		n, err = c.reader.Read(src)
+		// Decrypted in place (both ciphers allow it): a copy
+		// allocated on every read cost more than the cipher.
+		n, err = c.reader.Read(buf)
 		switch c.plugin {
 		case "ChaCha64", "ChaCha":
-			c.chacha20reader.XORKeyStream(buf, src[0:n])
+			c.chacha20reader.XORKeyStream(buf[:n], buf[:n])
 		case "Arc4":
-			c.rc4reader.XORKeyStream(buf, src[0:n])
+			c.rc4reader.XORKeyStream(buf[:n], buf[:n])
 		}
 		return
 	}
@@ -135,7 +137,12 @@ func (c *wireChannel) Write(buf []byte) (n int, err error) {
 
 	// Original code without compression
 	if c.plugin != "" {
-		dst := make([]byte, len(buf))
+		// Encrypted into a buffer the channel keeps: the caller's
+		// stays as it was, and a write allocates nothing.
+		if cap(c.sealed) < len(buf) {
+			c.sealed = make([]byte, len(buf))
+		}
+		dst := c.sealed[:len(buf)]
 		switch c.plugin {
 		case "ChaCha64", "ChaCha":
 			c.chacha20writer.XORKeyStream(dst, buf)

@@ -121,6 +121,11 @@ type wireProtocol struct {
 	// to that exchange, so Close drops the socket instead of talking to the server.
 	desynced bool
 
+	// debug is FB_DEBUG's, read once at dial: the trace's arguments are
+	// guarded by it where they are sent on every request, as boxing them
+	// for a trace that is off allocated on every packet.
+	debug bool
+
 	protocolVersion    int32
 	acceptArchitecture int32
 	acceptType         int32
@@ -186,6 +191,7 @@ func dialWireProtocol(ctx context.Context, dial DialFunc, addr string, timezone 
 	}
 	p := new(wireProtocol)
 	p.buf = make([]byte, 0, BUFFER_LEN)
+	p.debug = os.Getenv("FB_DEBUG") != ""
 
 	p.addr = addr
 	conn, err := dial(ctx, "tcp", p.addr)
@@ -291,7 +297,9 @@ func (p *wireProtocol) uid(user string, password string, authPluginName string, 
 }
 
 func (p *wireProtocol) sendPackets() (written int, err error) {
-	p.debugPrint("\tsendPackets():%v", p.buf)
+	if p.debug {
+		p.debugPrint("\tsendPackets():%v", p.buf)
+	}
 	n := 0
 	for written < len(p.buf) {
 		n, err = p.conn.Write(p.buf[written:])
@@ -325,7 +333,9 @@ func (p *wireProtocol) pipeline(send func() error) error {
 }
 
 func (p *wireProtocol) suspendBuffer() []byte {
-	p.debugPrint("\tsuspendBuffer():%v", p.buf)
+	if p.debug {
+		p.debugPrint("\tsuspendBuffer():%v", p.buf)
+	}
 	buf := p.buf
 	p.buf = make([]byte, 0, BUFFER_LEN)
 	// An exchange of its own while a packet is built (a BLOB argument
@@ -336,7 +346,9 @@ func (p *wireProtocol) suspendBuffer() []byte {
 }
 
 func (p *wireProtocol) resumeBuffer(buf []byte) {
-	p.debugPrint("\tresumeBuffer():%v", buf)
+	if p.debug {
+		p.debugPrint("\tresumeBuffer():%v", buf)
+	}
 	p.buf = buf
 	p.corked = p.resumeCorked
 }
@@ -349,12 +361,16 @@ func (p *wireProtocol) recvPackets(n int) ([]byte, error) {
 	for totalRead < n {
 		read, err = p.conn.Read(buf[totalRead:n])
 		if err != nil {
-			p.debugPrint("\trecvPackets():%v:%v", buf, err)
+			if p.debug {
+				p.debugPrint("\trecvPackets():%v:%v", buf, err)
+			}
 			return buf, err
 		}
 		totalRead += read
 	}
-	p.debugPrint("\trecvPackets():%v:%v", buf, err)
+	if p.debug {
+		p.debugPrint("\trecvPackets():%v:%v", buf, err)
+	}
 	return buf, err
 }
 
@@ -1518,7 +1534,9 @@ func (p *wireProtocol) opTransaction(tpb []byte) error {
 }
 
 func (p *wireProtocol) opCommit(transHandle int32) error {
-	p.debugPrint("opCommit():%d", transHandle)
+	if p.debug {
+		p.debugPrint("opCommit():%d", transHandle)
+	}
 	p.packInt(op_commit)
 	p.packInt(transHandle)
 	_, err := p.sendPackets()
@@ -1526,7 +1544,9 @@ func (p *wireProtocol) opCommit(transHandle int32) error {
 }
 
 func (p *wireProtocol) opCommitRetaining(transHandle int32) error {
-	p.debugPrint("opCommitRetaining():%d", transHandle)
+	if p.debug {
+		p.debugPrint("opCommitRetaining():%d", transHandle)
+	}
 	p.packInt(op_commit_retaining)
 	p.packInt(transHandle)
 	_, err := p.sendPackets()
@@ -1534,7 +1554,9 @@ func (p *wireProtocol) opCommitRetaining(transHandle int32) error {
 }
 
 func (p *wireProtocol) opRollback(transHandle int32) error {
-	p.debugPrint("opRollback():%d", transHandle)
+	if p.debug {
+		p.debugPrint("opRollback():%d", transHandle)
+	}
 	p.packInt(op_rollback)
 	p.packInt(transHandle)
 	_, err := p.sendPackets()
@@ -1542,7 +1564,9 @@ func (p *wireProtocol) opRollback(transHandle int32) error {
 }
 
 func (p *wireProtocol) opRollbackRetaining(transHandle int32) error {
-	p.debugPrint("opRollbackRetaining():%d", transHandle)
+	if p.debug {
+		p.debugPrint("opRollbackRetaining():%d", transHandle)
+	}
 	p.packInt(op_rollback_retaining)
 	p.packInt(transHandle)
 	_, err := p.sendPackets()
@@ -1580,7 +1604,9 @@ func (p *wireProtocol) opInfoDatabase(bs []byte) error {
 }
 
 func (p *wireProtocol) opFreeStatement(stmtHandle int32, mode int32) error {
-	p.debugPrint("opFreeStatement:<%v>", stmtHandle)
+	if p.debug {
+		p.debugPrint("opFreeStatement:<%v>", stmtHandle)
+	}
 	p.packInt(op_free_statement)
 	p.packInt(stmtHandle)
 	p.packInt(mode)
@@ -1589,7 +1615,9 @@ func (p *wireProtocol) opFreeStatement(stmtHandle int32, mode int32) error {
 }
 
 func (p *wireProtocol) opPrepareStatement(stmtHandle int32, transHandle int32, query string) error {
-	p.debugPrint("opPrepareStatement():%d,%d,%v", transHandle, stmtHandle, query)
+	if p.debug {
+		p.debugPrint("opPrepareStatement():%d,%d,%v", transHandle, stmtHandle, query)
+	}
 
 	bs := bytes.Join([][]byte{
 		[]byte{isc_info_sql_stmt_type},
@@ -1621,7 +1649,9 @@ func (p *wireProtocol) opInfoSql(stmtHandle int32, vars []byte) error {
 func (p *wireProtocol) opExecute(stmt *firebirdsqlStmt, params []driver.Value, inputXsqlda []xSQLVAR) error {
 	stmtHandle := stmt.stmtHandle
 	transHandle := stmt.fc.tx.transHandle
-	p.debugPrint("opExecute():%d,%d,%v", transHandle, stmtHandle, params)
+	if p.debug {
+		p.debugPrint("opExecute():%d,%d,%v", transHandle, stmtHandle, params)
+	}
 	p.packInt(op_execute)
 	p.packInt(stmtHandle)
 	p.packInt(transHandle)
@@ -2414,7 +2444,7 @@ func (p *wireProtocol) paramsToBlr(transHandle int32, params []driver.Value, pro
 }
 
 func (p *wireProtocol) debugPrint(s string, a ...interface{}) {
-	if os.Getenv("FB_DEBUG") == "" {
+	if !p.debug {
 		return
 	}
 	if len(a) > 0 {
