@@ -48,7 +48,6 @@ type wireChannel struct {
 	chacha20writer *chacha20.Cipher
 	compressor     *zlib.Writer
 	decompressor   io.ReadCloser
-	sealed         []byte
 }
 
 func newWireChannel(conn net.Conn) (wireChannel, error) {
@@ -137,12 +136,7 @@ func (c *wireChannel) Write(buf []byte) (n int, err error) {
 
 	// Original code without compression
 	if c.plugin != "" {
-		// Encrypted into a buffer the channel keeps: the caller's
-		// stays as it was, and a write allocates nothing.
-		if cap(c.sealed) < len(buf) {
-			c.sealed = make([]byte, len(buf))
-		}
-		dst := c.sealed[:len(buf)]
+		dst := make([]byte, len(buf))
 		switch c.plugin {
 		case "ChaCha64", "ChaCha":
 			c.chacha20writer.XORKeyStream(dst, buf)
