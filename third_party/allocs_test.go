@@ -67,6 +67,9 @@ func TestTheTraceWhenAsked(t *testing.T) {
 	}
 	stderr := os.Stderr
 	os.Stderr = w
+	// A setup that fails the test must not leave the tests after it
+	// writing into the pipe.
+	t.Cleanup(func() { os.Stderr = stderr })
 	traced := make(chan []byte)
 	go func() {
 		b, _ := io.ReadAll(r)
