@@ -122,6 +122,12 @@ func (c Connection) Check() error {
 	return nil
 }
 
+// CharacterSet is the connection's character set by its upper-case name:
+// Firebird takes a name in any case, but the driver decodes text by the
+// upper-case one only, and handed a document's "utf8" every VARCHAR back as
+// bytes (answered in base64).
+func (c Connection) CharacterSet() string { return strings.ToUpper(cmp.Or(c.Charset, DefaultCharset)) }
+
 // FirstAuthPlugin is the plugin tried first.
 func (c Connection) FirstAuthPlugin() string { return cmp.Or(c.AuthPlugin, DefaultAuthPlugin) }
 

@@ -23,10 +23,7 @@ import (
 // frozen server, a lock wait): the deadline then holds.
 func DSN(c erp.Connection) string {
 	q := url.Values{}
-	// Firebird takes a character set's name in any case; the driver decodes
-	// text by the upper-case name only, and handed a document's "utf8" every
-	// VARCHAR back as bytes (answered in base64).
-	q.Set("charset", strings.ToUpper(cmp.Or(c.Charset, erp.DefaultCharset)))
+	q.Set("charset", c.CharacterSet())
 	if c.Role != "" {
 		q.Set("role", c.Role)
 	}

@@ -46,7 +46,7 @@ func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &conn{inner: dc, id: id, abandon: c.abandon, wire: w, many: c.many, stmts: make(map[string]*stmt), blocks: make(map[string]block), reads: make(map[string]string), utf8: isUTF8(c.cfg.Charset), max: c.maxStmt, used: time.Now()}, nil
+	return &conn{inner: dc, id: id, abandon: c.abandon, wire: w, many: c.many, stmts: make(map[string]*stmt), blocks: make(map[string]block), reads: make(map[string]string), utf8: c.cfg.CharacterSet() == "UTF8", max: c.maxStmt, used: time.Now()}, nil
 }
 
 // connect attaches through a wire of ours, its handshake bounded by ctx

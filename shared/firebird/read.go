@@ -1,7 +1,6 @@
 package firebird
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -9,7 +8,6 @@ import (
 	"github.com/nakagami/firebirdsql"
 
 	"github.com/erp-gateway/gateway/shared/calls"
-	"github.com/erp-gateway/gateway/shared/erp"
 )
 
 // A BLOB costs a round trip of its own for each row that carries one (its
@@ -143,10 +141,4 @@ func inlinable(c firebirdsql.ColumnType, utf8 bool) bool {
 // length, a VARCHAR's two bytes of length, and its alignment.
 func columnBytes(c firebirdsql.ColumnType) int {
 	return c.Length + 2 + 6
-}
-
-// isUTF8 reports whether a connection in charset (empty: the default) is
-// in UTF8.
-func isUTF8(charset string) bool {
-	return strings.EqualFold(cmp.Or(charset, erp.DefaultCharset), "UTF8")
 }

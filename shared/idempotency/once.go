@@ -95,7 +95,7 @@ func (d *Database) Run(ctx context.Context, t erp.Target, q *calls.Sequence, k *
 	var out *record.Encoder
 	if q.Single {
 		out = q.Steps[0].Out
-		kp.block = &write{Write: calls.WriteOf(q.Steps[0].Call), keep: strings.EqualFold(cmp.Or(t.Connection.Charset, erp.DefaultCharset), "UTF8")}
+		kp.block = &write{Write: calls.WriteOf(q.Steps[0].Call), keep: t.Connection.CharacterSet() == "UTF8"}
 	}
 	run := func(ctx context.Context) (found, error) {
 		wait, cancel := reserved(ctx)
