@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/erp"
@@ -79,8 +80,10 @@ type Store interface {
 	// Hunt cancels the orphans a cut link left of ours, and reports how
 	// many the latest hunt of the instance cancelled.
 	Hunt(ctx context.Context, t erp.Target) int
-	// Ping makes one round trip to the database: a breaker's probe.
-	Ping(ctx context.Context, t erp.Target) error
+	// Ping makes one round trip to the database, connecting first when
+	// it must: a breaker's probe, failed once the database has been
+	// silent for silence while it waits.
+	Ping(ctx context.Context, t erp.Target, silence time.Duration) error
 	// Describe reads what the database says of the named procedures and
 	// what keeps the gateway from using tables (and from what the store
 	// itself needs: catalog.OrphansFinding), in one reading.

@@ -54,9 +54,19 @@ func (s *Session) Read(ctx context.Context, procedure string, args []any, out *r
 }
 
 // Ping makes one round trip to the instance's database on a connection of
-// its pool (a new one when the pool's are dead): a breaker's probe.
-func (p *Pools) Ping(ctx context.Context, t erp.Target) error {
-	return p.Transact(ctx, t, calls.ReadOnly, nil, func(ctx context.Context, tx calls.Tx) error {
+// its pool, connecting first when the pool's are dead: a breaker's probe.
+// It fails once the database has been silent for silence while the probe
+// waits on it (a frozen server, a dropped link), not when a slow link
+// makes a connect's round trips add up past it; ctx bounds the whole.
+func (p *Pools) Ping(ctx context.Context, t erp.Target, silence time.Duration) error {
+	pctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	quiet := time.AfterFunc(silence, func() {
+		cancel(fmt.Errorf("the database was silent for %s: %w", silence, context.DeadlineExceeded))
+	})
+	defer quiet.Stop()
+	pctx = withHearing(pctx, func() { quiet.Reset(silence) })
+	return p.Transact(pctx, t, calls.ReadOnly, nil, func(ctx context.Context, tx calls.Tx) error {
 		return tx.(*Session).fc.Ping(ctx)
 	})
 }

@@ -17,6 +17,7 @@ type wire struct {
 	net.Conn
 	trips      atomic.Int64
 	serverLast atomic.Bool
+	heard      atomic.Pointer[func()] // the watched call's hearing (withHearing), told each time the server speaks
 }
 
 // dial opens a wire to addr.
@@ -34,6 +35,9 @@ func (w *wire) Read(p []byte) (int, error) {
 	n, err := w.Conn.Read(p)
 	if n > 0 {
 		w.serverLast.Store(true)
+		if heard := w.heard.Load(); heard != nil {
+			(*heard)()
+		}
 	}
 	return n, err
 }
@@ -55,8 +59,14 @@ func (w *wire) Trips() int64 { return w.trips.Load() }
 // when ctx ends (op_cancel, then cancel_hard_drop_grace); this holds for
 // every other. release ends the watch before the wire goes back to its
 // pool, and reports whether it closed the socket: the connection is then
-// broken. It costs no goroutine: the call runs on its caller's.
+// broken. It costs no goroutine: the call runs on its caller's. A ctx
+// withHearing is told each time the server speaks until release.
 func (w *wire) watch(ctx context.Context) (release func() (closed bool)) {
+	hearing := func() {}
+	if heard, ok := ctx.Value(hearingKey{}).(func()); ok {
+		prev := w.heard.Swap(&heard)
+		hearing = func() { w.heard.Store(prev) }
+	}
 	var mu sync.Mutex
 	var timer *time.Timer
 	released, closed := false, false
@@ -76,6 +86,7 @@ func (w *wire) watch(ctx context.Context) (release func() (closed bool)) {
 		})
 	})
 	return func() bool {
+		hearing()
 		if stop() {
 			return false // ctx had not ended
 		}
@@ -87,4 +98,13 @@ func (w *wire) watch(ctx context.Context) (release func() (closed bool)) {
 		}
 		return closed
 	}
+}
+
+type hearingKey struct{}
+
+// withHearing returns ctx carrying heard, which the wire of each call made
+// under it calls each time the server speaks: through database/sql's
+// Connect, a context is the only way to a connection's dial.
+func withHearing(ctx context.Context, heard func()) context.Context {
+	return context.WithValue(ctx, hearingKey{}, heard)
 }

@@ -17,13 +17,16 @@ type BreakerConfig struct {
 	Failures int
 	// CoolDown is how long an open breaker refuses before a probe
 	// (500ms); each cool-down is drawn from ±25 % around it, so
-	// environments do not probe in step. It does not grow: a probe costs
-	// at most ProbeTimeout, and a database that answers again is served
-	// again within a cool-down.
+	// environments do not probe in step. It does not grow: a probe of a
+	// silent database costs its caller about ProbeSilence, and a database
+	// that answers again is served again within a cool-down.
 	CoolDown time.Duration
-	// ProbeTimeout bounds a probe: a round trip on a connection of the
-	// instance's pool (1s).
-	ProbeTimeout time.Duration
+	// ProbeSilence fails a probe (a round trip on a connection of the
+	// instance's pool, and its connect when the pool has none alive) once
+	// the database has not spoken for that long (1s). It bounds silence,
+	// not the probe: over a slow link a connect's round trips add up past
+	// it while the database answers each.
+	ProbeSilence time.Duration
 	// MaxInstances bounds the failing instances tracked (10,000); a success
 	// forgets an instance.
 	MaxInstances int
@@ -33,7 +36,7 @@ type BreakerConfig struct {
 const (
 	DefaultFailures     = 3
 	DefaultCoolDown     = 500 * time.Millisecond
-	DefaultProbeTimeout = time.Second
+	DefaultProbeSilence = time.Second
 	DefaultMaxInstances = 10_000
 )
 
@@ -73,7 +76,7 @@ const (
 func newBreakers(cfg BreakerConfig) *breakers {
 	cfg.Failures = cmp.Or(cfg.Failures, DefaultFailures)
 	cfg.CoolDown = cmp.Or(cfg.CoolDown, DefaultCoolDown)
-	cfg.ProbeTimeout = cmp.Or(cfg.ProbeTimeout, DefaultProbeTimeout)
+	cfg.ProbeSilence = cmp.Or(cfg.ProbeSilence, DefaultProbeSilence)
 	cfg.MaxInstances = cmp.Or(cfg.MaxInstances, DefaultMaxInstances)
 	return &breakers{cfg: cfg, now: time.Now, m: make(map[string]*breaker)}
 }

@@ -28,7 +28,7 @@ func TestBreakerPausesAHangingInstanceOnly(t *testing.T) {
 	proxy := newProxy(t, "127.0.0.1:3050")
 	cfg := fbtest.Demo(t)
 	cfg.Port = proxy.port()
-	e := newEnv(t, gateway.Config{Timeout: timeout, OpenAPI: true, Breaker: gateway.BreakerConfig{Failures: 3, CoolDown: coolDown, ProbeTimeout: probe}},
+	e := newEnv(t, gateway.Config{Timeout: timeout, OpenAPI: true, Breaker: gateway.BreakerConfig{Failures: 3, CoolDown: coolDown, ProbeSilence: probe}},
 		map[string]any{"a": anonymous(cfg), "b": anonymous(fbtest.Other(t))})
 	read := `{"CLAVE":"Get_Terceros","CODIGO":"800000000"}`
 	type answer struct {
@@ -229,4 +229,44 @@ func restartFirebird(t *testing.T) (down, up time.Time) {
 		t.Fatal("Firebird was not seen going down and up again")
 	}
 	return down, up
+}
+
+// TestABreakerClosesOverASlowLink: where a connect takes longer than the
+// probe's bound (five round trips over a slow link) but a call fits its
+// deadline, a breaker opened by a dropped link closes once the link is back:
+// the probe's connect goes on after its caller stopped waiting, and a later
+// probe finds it ready.
+func TestABreakerClosesOverASlowLink(t *testing.T) {
+	const timeout, coolDown, probe, delay = 2 * time.Second, 300 * time.Millisecond, 200 * time.Millisecond, 30 * time.Millisecond
+	cfg := fbtest.Demo(t)
+	link := fbtest.NewLink(t, cfg, delay)
+	e := newEnv(t, gateway.Config{Timeout: timeout, Breaker: gateway.BreakerConfig{Failures: 3, CoolDown: coolDown, ProbeSilence: probe}},
+		map[string]any{"a": anonymous(link.Through(cfg))})
+	read := `{"CLAVE":"Get_Terceros","CODIGO":"800000000"}`
+	if r := e.post(t, path("a", "executequery"), read); r.Status != 200 {
+		t.Fatalf("before: %d %s", r.Status, r.Raw)
+	}
+	// Down long enough for three calls to spend their deadlines on it.
+	back := time.Now().Add(timeout * 5 / 4)
+	link.Drop(time.Until(back))
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() { e.post(t, path("a", "executequery"), read) })
+	}
+	wg.Wait()
+	if r := e.post(t, path("a", "executequery"), read); r.Status != 503 || *r.Body.CodError != int(erp.CodePaused) {
+		t.Fatalf("after three hung calls: %d %s", r.Status, r.Raw)
+	}
+	time.Sleep(time.Until(back))
+	for {
+		r := e.post(t, path("a", "executequery"), read)
+		if r.Status == 200 {
+			t.Logf("served again %s after the link came back", time.Since(back).Round(time.Millisecond))
+			break
+		}
+		if time.Since(back) > 10*timeout {
+			t.Fatalf("still refused %s after the link came back: %d %s", time.Since(back).Round(time.Millisecond), r.Status, r.Raw)
+		}
+		time.Sleep(coolDown / 3)
+	}
 }

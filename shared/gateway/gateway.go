@@ -29,9 +29,10 @@ type Database interface {
 	// Run runs q, under k when not nil, keeping answer() under it; it
 	// returns the answer kept before, with replayed, when k was.
 	Run(ctx context.Context, t erp.Target, q *calls.Sequence, k *erp.Key, answer func() []byte) (kept []byte, replayed bool, err error)
-	// Ping makes one round trip to the instance's database: the breaker's
-	// probe.
-	Ping(ctx context.Context, t erp.Target) error
+	// Ping makes one round trip to the instance's database, connecting
+	// first when it must: the breaker's probe, failed once the database
+	// has been silent for silence while it waits.
+	Ping(ctx context.Context, t erp.Target, silence time.Duration) error
 }
 
 // Access checks a request's credentials for an instance name before any

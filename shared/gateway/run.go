@@ -169,9 +169,13 @@ func (h *Handler) guarded(ctx context.Context, t erp.Target, call func(context.C
 
 // breaker runs call unless the instance's breaker is open (a *pausedError),
 // and tells the breaker how it went. When the breaker lets a probe through,
-// the probe (one round trip, bounded by the breaker's ProbeTimeout) goes
-// first: a database that answers it closes the breaker and the call runs;
-// one that does not keeps it open, and the call is refused without running.
+// the probe (one round trip, and a connect when the pool has no live
+// connection) goes first: a database that answers it closes the breaker and
+// the call runs; one that stays silent for the breaker's ProbeSilence keeps
+// it open, and the call is refused without running. Silence, not the
+// probe's length, is what fails it: over a slow link a connect's round
+// trips add up past the bound, and a probe bounded by its length would
+// never close the breaker there, though calls would be served.
 func (h *Handler) breaker(ctx context.Context, t erp.Target, call func(context.Context) error) (tripped bool, err error) {
 	tk, ok, wait := h.breakers.allow(t.Instance)
 	if !ok {
@@ -179,12 +183,10 @@ func (h *Handler) breaker(ctx context.Context, t erp.Target, call func(context.C
 	}
 	if tk.probe {
 		began := time.Now()
-		pctx, cancel := context.WithTimeout(ctx, h.breakers.cfg.ProbeTimeout)
-		err := h.db.Ping(pctx, t)
-		cancel()
+		err := h.db.Ping(ctx, t, h.breakers.cfg.ProbeSilence)
 		// A database that answered the probe with a refusal of its own
 		// (credentials, say) is up: the call runs and meets it.
-		if v := h.verdict(err, time.Since(began), h.breakers.cfg.ProbeTimeout); err != nil && (v != answered || ctx.Err() != nil) {
+		if v := h.verdict(err, time.Since(began), h.breakers.cfg.ProbeSilence); err != nil && (v != answered || ctx.Err() != nil) {
 			if v == answered { // the caller went away: no verdict, another probe soon
 				v = refused
 			}

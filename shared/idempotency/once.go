@@ -66,7 +66,9 @@ func New(store calls.Store, sweepEvery time.Duration) *Database {
 }
 
 // Ping is the store's: a breaker's probe.
-func (d *Database) Ping(ctx context.Context, t erp.Target) error { return d.store.Ping(ctx, t) }
+func (d *Database) Ping(ctx context.Context, t erp.Target, silence time.Duration) error {
+	return d.store.Ping(ctx, t, silence)
+}
 
 // Describe is the store's Describe with, when keys, what keeps the
 // instance from keeping keys (Table), in one reading.
