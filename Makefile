@@ -159,6 +159,8 @@ roundtrips: test-db
 
 # Each fuzz target for FUZZTIME (30 s by default) in turn; make test runs
 # their seeds. A failing input is kept under the package's testdata/fuzz.
+# FuzzArguments writes what it finds valid into the test database, which
+# make test creates again.
 fuzz: test-db
 	@export FB_TEST_SYSDBA_PASSWORD=$$($(FB) sysdba); set -o pipefail; \
 	grep -rEo --include='*_test.go' '^func Fuzz[A-Za-z0-9]+' shared infra functions | while IFS=: read -r file fn; do \
