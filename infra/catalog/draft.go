@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -28,8 +29,11 @@ func draft(procs []catalog.Procedure) (catalog.File, []string) {
 			notes = append(notes, fmt.Sprintf("%s: named %s, as %s was taken", p.Name, op.Clave, first))
 		}
 		seen[op.Clave] = true
-		if !p.Selectable {
+		if writes(p) {
 			op.Endpoint = catalog.Execute
+			if p.Selectable {
+				notes = append(notes, fmt.Sprintf("%s: selectable, but named for a write: drafted as a write on execute, answered by the rows it returns", op.Clave))
+			}
 		}
 		for _, in := range p.Inputs {
 			fp, note := param(in)
@@ -52,15 +56,32 @@ func draft(procs []catalog.Procedure) (catalog.File, []string) {
 	return doc, notes
 }
 
+// The verbs of procedures' names (after REST_): those that write, and those
+// that read.
+var (
+	writeVerbs = []string{"INSERT_", "UPDATE_", "SET_", "DELETE_"}
+	readVerbs  = []string{"SELECT_", "GET_"}
+)
+
+// writes guesses whether p writes: it cannot be read from (not selectable),
+// or its name's verb says so. A procedure that writes may still return
+// its rows by SUSPEND; on executequery its read-only transaction would
+// refuse its writes.
+func writes(p catalog.Procedure) bool {
+	name := strings.TrimPrefix(p.Name, "REST_")
+	return !p.Selectable || slices.ContainsFunc(writeVerbs, func(v string) bool { return strings.HasPrefix(name, v) })
+}
+
 // clave guesses a CLAVE in the original service's style from a procedure's
-// name: REST_SELECT_INVENTARIO_PRECIO becomes Get_Inventario_Precio.
+// name: REST_SELECT_INVENTARIO_PRECIO becomes Get_Inventario_Precio,
+// REST_INSERT_TERCEROS Set_Terceros.
 func clave(p catalog.Procedure) string {
 	name := strings.TrimPrefix(p.Name, "REST_")
 	verb := "Get"
-	if !p.Selectable {
+	if writes(p) {
 		verb = "Set"
 	}
-	for _, prefix := range []string{"SELECT_", "GET_", "INSERT_", "UPDATE_", "SET_", "DELETE_"} {
+	for _, prefix := range append(slices.Clip(readVerbs), writeVerbs...) {
 		if rest, ok := strings.CutPrefix(name, prefix); ok {
 			name = rest
 			break
@@ -109,6 +130,7 @@ func readBack(p catalog.Procedure, params []catalog.FileParam, byName map[string
 		have[fp.Name] = true
 	}
 	var candidates []string
+	// Not DELETE_: what a delete removed is not there to read back.
 	for _, verb := range []string{"INSERT_", "UPDATE_", "SET_"} {
 		if i := strings.Index(p.Name, verb); i >= 0 {
 			candidates = append(candidates, p.Name[:i]+"SELECT_"+p.Name[i+len(verb):])

@@ -153,8 +153,10 @@ type Parts struct {
 	Inputs []string
 	// Declare holds declarations of variables.
 	Declare string
-	// Before runs before the procedure, After after it, EachRow for each
-	// read-back row before it is returned, and End after the rows.
+	// Before runs before the procedure, After after it (before the rows
+	// of a selectable procedure that answers by its own: it runs as they
+	// are read), EachRow for each row of the answer before it is
+	// returned, and End after the rows.
 	Before, After, EachRow, End string
 	// Hidden are columns returned after the answer's, each "NAME TYPE";
 	// they are not the answer's.

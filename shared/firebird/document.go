@@ -308,11 +308,19 @@ func DocumentBlock(cs []catalog.Call, sigs map[string]catalog.Procedure, claim c
 		}
 		doc.starts = append(doc.starts, strings.Count(body.String(), "\n"))
 		body.WriteString(checks.String())
-		body.WriteString("  EXECUTE PROCEDURE " + w.Procedure + list(args))
-		if len(dropped) > 0 {
-			body.WriteString(" RETURNING_VALUES " + strings.Join(dropped, ", "))
+		// A selectable procedure runs by FOR SELECT, to its last row
+		// (WriteBlock); without a read-back, as its rows are read below.
+		switch {
+		case selectable(proc) && w.ReadBack == "":
+		case selectable(proc):
+			body.WriteString("  FOR SELECT * FROM " + w.Procedure + list(args) + " INTO " + strings.Join(dropped, ", ") + " DO BEGIN END\n")
+		default:
+			body.WriteString("  EXECUTE PROCEDURE " + w.Procedure + list(args))
+			if len(dropped) > 0 {
+				body.WriteString(" RETURNING_VALUES " + strings.Join(dropped, ", "))
+			}
+			body.WriteString(";\n")
 		}
-		body.WriteString(";\n")
 		if len(into) == 0 {
 			continue
 		}
@@ -327,9 +335,12 @@ func DocumentBlock(cs []catalog.Call, sigs map[string]catalog.Procedure, claim c
 			first += fmt.Sprintf("    END\n    GATEWAY$%dN = GATEWAY$%dN + 1;\n", i, i)
 		}
 		fmt.Fprintf(&body, "  GATEWAY$CALL = %d;\n", i)
-		if w.ReadBack == "" {
+		switch {
+		case selectable(proc) && w.ReadBack == "":
+			body.WriteString("  FOR SELECT * FROM " + w.Procedure + list(args) + " INTO " + strings.Join(into, ", ") + " DO\n  BEGIN\n" + first + "    SUSPEND;\n  END\n")
+		case w.ReadBack == "":
 			body.WriteString("  BEGIN\n" + first + "    SUSPEND;\n  END\n")
-		} else {
+		default:
 			body.WriteString("  FOR SELECT * FROM " + w.ReadBack + list(readArgs) + " INTO " + strings.Join(into, ", ") + " DO\n  BEGIN\n" + first + "    SUSPEND;\n  END\n")
 		}
 		// Later rows carry this call's columns NULL.

@@ -114,8 +114,8 @@ func txQuerier(tx *sql.Tx) querier {
 }
 
 // signatures reads the parameters of the named procedures (upper case, as
-// Firebird keeps unquoted names) in one round trip. A procedure that does
-// not exist has no entry.
+// Firebird keeps unquoted names), and whether each is selectable, in one
+// round trip. A procedure that does not exist has no entry.
 func signatures(ctx context.Context, q querier, names []string) (map[string]catalog.Procedure, error) {
 	if len(names) == 1 {
 		// As a write's two: one statement serves both.
@@ -123,8 +123,10 @@ func signatures(ctx context.Context, q querier, names []string) (map[string]cata
 	}
 	query := `SELECT TRIM(pp.RDB$PROCEDURE_NAME), TRIM(pp.RDB$PARAMETER_NAME), pp.RDB$PARAMETER_TYPE, TRIM(pp.RDB$FIELD_SOURCE),
 			f.RDB$FIELD_TYPE, COALESCE(f.RDB$FIELD_SUB_TYPE, 0), COALESCE(f.RDB$FIELD_SCALE, 0), COALESCE(f.RDB$FIELD_PRECISION, 0),
-			COALESCE(f.RDB$CHARACTER_LENGTH, f.RDB$FIELD_LENGTH, 0), COALESCE(TRIM(cs.RDB$CHARACTER_SET_NAME), '')
+			COALESCE(f.RDB$CHARACTER_LENGTH, f.RDB$FIELD_LENGTH, 0), COALESCE(TRIM(cs.RDB$CHARACTER_SET_NAME), ''),
+			COALESCE(pr.RDB$PROCEDURE_TYPE, 0)
 		FROM RDB$PROCEDURE_PARAMETERS pp
+		JOIN RDB$PROCEDURES pr ON pr.RDB$PROCEDURE_NAME = pp.RDB$PROCEDURE_NAME AND pr.RDB$PACKAGE_NAME IS NULL
 		JOIN RDB$FIELDS f ON f.RDB$FIELD_NAME = pp.RDB$FIELD_SOURCE
 		LEFT JOIN RDB$CHARACTER_SETS cs ON cs.RDB$CHARACTER_SET_ID = f.RDB$CHARACTER_SET_ID
 		WHERE pp.RDB$PROCEDURE_NAME IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(names)), ", ") + `) AND pp.RDB$PACKAGE_NAME IS NULL
@@ -166,6 +168,8 @@ func signatures(ctx context.Context, q querier, names []string) (map[string]cata
 		}
 		name, _ := v[0].(string)
 		proc := out[name]
+		typ, _ := v[10].(int64)
+		proc.Selectable = typ == 1
 		if direction == 0 {
 			proc.Inputs = append(proc.Inputs, p)
 		} else {

@@ -39,8 +39,8 @@ func procedures(w calls.Write) []string {
 // The transaction's commit goes with the block, one round trip for the
 // write (begin, block, fetch and commit), when the block is its
 // transaction's last statement (w.Last), returns at most one row after all
-// its work (WriteBlock's oneRow: a read-back that answers more makes the
-// pool write this write's block to return rows as they are read, and the
+// its work (WriteBlock's oneRow: an answer of more, a read-back's or a
+// selectable procedure's, makes the pool write this write's block to return rows as they are read, and the
 // call run again: errManyRows), needs nothing of its transaction after it
 // (no BLOB in its answer; parts, when any, keep a one-row answer whole),
 // its row surely fits out, and its connection answered within freshFor.
@@ -99,13 +99,13 @@ const freshFor = 5 * time.Second
 // fresh reports whether the session's connection answered within freshFor.
 func (s *Session) fresh() bool { return time.Since(s.conn.used) < freshFor }
 
-// errManyRows: a one-row block's read-back answered a second row, and the
-// block failed, everything undone (WriteBlock): the call runs again, its
+// errManyRows: a one-row block's answer had a second row, and the block
+// failed, everything undone (WriteBlock): the call runs again, its
 // block written to return the rows as they are read.
-var errManyRows = fmt.Errorf("firebird: the read-back answered more than one row: %w", calls.ErrRunAgain)
+var errManyRows = fmt.Errorf("firebird: the write's answer had more than one row: %w", calls.ErrRunAgain)
 
-// isManyRows reports the failure of a one-row block whose read-back
-// answered a second row.
+// isManyRows reports the failure of a one-row block whose answer had a
+// second row.
 func isManyRows(err error) bool {
 	var fb *firebirdsql.FbError
 	return errors.As(err, &fb) && strings.Contains(fb.Message, manyRows)
@@ -169,6 +169,13 @@ const originContext = `  GATEWAY$SET = RDB$SET_CONTEXT('USER_TRANSACTION', 'GATE
 // A read-back's rows are returned as they are read, and parts.End runs
 // after them; with oneRow, the block reads the read-back whole before its
 // row, and a second row fails it with manyRows, everything undone.
+//
+// A selectable procedure (one with SUSPEND) is run by FOR SELECT, its rows
+// read to the last: EXECUTE PROCEDURE would end it at its first SUSPEND,
+// and commit a write cut short (a procedure that writes a row and returns
+// it, three times, would write one). Without a read-back its rows are the
+// answer, read as a read-back's are, and parts.After runs before them, as
+// the procedure runs while they are read.
 func WriteBlock(procedure string, nargs int, readBack string, nreadArgs int, proc, rb catalog.Procedure, parts calls.Parts, oneRow bool) (text string, hidden int) {
 	ins := append(originInputs(), parts.Inputs...)
 	declare := func(prefix string, n int, inputs []catalog.DBParam) string {
@@ -208,35 +215,56 @@ func WriteBlock(procedure string, nargs int, readBack string, nreadArgs int, pro
 	} else {
 		dropped = into
 	}
-	counted := readBack != "" && len(into) > 0 && oneRow
+	// Where the answer's rows come from: the read-back, or a selectable
+	// procedure's own rows.
+	rows := ""
+	switch {
+	case readBack != "":
+		rows = "SELECT * FROM " + readBack + readArgs
+	case selectable(proc):
+		rows = "SELECT * FROM " + procedure + args
+	}
+	counted := rows != "" && len(into) > 0 && oneRow
 	if counted {
 		b.WriteString("DECLARE GATEWAY$ROWS INTEGER = 0;\n")
 	}
 	b.WriteString(parts.Declare)
 	b.WriteString("BEGIN\n" + originContext + parts.Before)
-	b.WriteString("  EXECUTE PROCEDURE " + procedure + args)
-	if len(dropped) > 0 {
-		b.WriteString(" RETURNING_VALUES " + strings.Join(dropped, ", "))
+	switch {
+	case rows != "" && readBack == "":
+		// The procedure runs as its rows, the answer, are read below.
+	case selectable(proc):
+		b.WriteString("  FOR SELECT * FROM " + procedure + args + " INTO " + strings.Join(dropped, ", ") + " DO BEGIN END\n")
+	default:
+		b.WriteString("  EXECUTE PROCEDURE " + procedure + args)
+		if len(dropped) > 0 {
+			b.WriteString(" RETURNING_VALUES " + strings.Join(dropped, ", "))
+		}
+		b.WriteString(";\n")
 	}
-	b.WriteString(";\n" + parts.After)
+	b.WriteString(parts.After)
 	switch {
 	case len(into) == 0:
 		b.WriteString(parts.End)
-	case readBack == "":
+	case rows == "":
 		b.WriteString(parts.EachRow + parts.End + "  SUSPEND;\n")
 	case counted:
-		b.WriteString("  FOR SELECT * FROM " + readBack + readArgs + " INTO " + strings.Join(into, ", ") + " DO\n  BEGIN\n")
+		b.WriteString("  FOR " + rows + " INTO " + strings.Join(into, ", ") + " DO\n  BEGIN\n")
 		b.WriteString("    GATEWAY$ROWS = GATEWAY$ROWS + 1;\n    IF (GATEWAY$ROWS > 1) THEN GATEWAY$SET = CAST('" + manyRows + "' AS INTEGER);\n")
 		b.WriteString(parts.EachRow + "  END\n" + parts.End + "  IF (GATEWAY$ROWS = 1) THEN SUSPEND;\n")
 	case parts.EachRow != "":
-		b.WriteString("  FOR SELECT * FROM " + readBack + readArgs + " INTO " + strings.Join(into, ", ") + " DO\n  BEGIN\n")
+		b.WriteString("  FOR " + rows + " INTO " + strings.Join(into, ", ") + " DO\n  BEGIN\n")
 		b.WriteString(parts.EachRow + "    SUSPEND;\n  END\n" + parts.End)
 	default:
-		b.WriteString("  FOR SELECT * FROM " + readBack + readArgs + " INTO " + strings.Join(into, ", ") + " DO SUSPEND;\n" + parts.End)
+		b.WriteString("  FOR " + rows + " INTO " + strings.Join(into, ", ") + " DO SUSPEND;\n" + parts.End)
 	}
 	b.WriteString("END")
 	return b.String(), len(parts.Hidden)
 }
+
+// selectable reports a procedure run by FOR SELECT: one with SUSPEND, and
+// columns to read its rows into.
+func selectable(p catalog.Procedure) bool { return p.Selectable && len(p.Outputs) > 0 }
 
 // manyRows is the text of the conversion error a one-row block fails with
 // when its read-back answers a second row: a text no procedure's error

@@ -107,6 +107,11 @@ func testOperations() []catalog.Operation {
 				{Name: "CANTIDAD", Kind: catalog.Decimal, Precision: 15, Scale: 4, Required: true}}},
 		catalog.Operation{Clave: "Get_Pedido", Endpoint: catalog.ExecuteQuery, Procedure: "REST_SELECT_PEDIDO",
 			Params: []catalog.Param{{Name: "NUMERO", Kind: catalog.Integer, Bits: 32, Required: true}}},
+		// Writes that return their rows by SUSPEND (setupKeys).
+		catalog.Operation{Clave: "Set_Tres", Endpoint: catalog.Execute, Procedure: "REST_TEST_TRES", Params: []catalog.Param{{Name: "CODIGO", MaxLen: 20, Required: true}}},
+		catalog.Operation{Clave: "Set_Tres_Leido", Endpoint: catalog.Execute, Procedure: "REST_TEST_TRES", Params: []catalog.Param{{Name: "CODIGO", MaxLen: 20, Required: true}},
+			ReadBack: &catalog.ReadBack{Procedure: "REST_TEST_PAGOS", Params: []string{"CODIGO"}}},
+		catalog.Operation{Clave: "Set_Uno", Endpoint: catalog.Execute, Procedure: "REST_TEST_UNO", Params: []catalog.Param{{Name: "CODIGO", MaxLen: 20, Required: true}}},
 		valores("Set_Valores", "REST_TEST_VALORES"), valores("Set_Valores_Flotantes", "REST_TEST_VALORES_F"), valores("Set_Valores_Largos", "REST_TEST_VALORES_L"))
 }
 

@@ -84,7 +84,29 @@ func setupKeys(t testing.TB, cfg erp.Connection) *sql.DB {
 		`GRANT ALL ON TEST_PAGOS TO PROCEDURE REST_TEST_ESPERAR`,
 		`GRANT ALL ON TEST_CANDADO TO PROCEDURE REST_TEST_ESPERAR`,
 		`GRANT EXECUTE ON PROCEDURE REST_TEST_ESPERAR TO GATEWAY`,
-		`GRANT EXECUTE ON PROCEDURE REST_TEST_PAGOS TO GATEWAY`)
+		`GRANT EXECUTE ON PROCEDURE REST_TEST_PAGOS TO GATEWAY`,
+		// Writes that return their rows by SUSPEND: three payments, each
+		// returned as it is written, and one, returned at the end
+		// (TestSelectableWritesRunToTheEnd).
+		`CREATE OR ALTER PROCEDURE REST_TEST_TRES (P_CODIGO VARCHAR(20)) RETURNS (CODIGO VARCHAR(20), N INTEGER) AS BEGIN
+			CODIGO = P_CODIGO;
+			N = 0;
+			WHILE (N < 3) DO BEGIN
+				N = N + 1;
+				INSERT INTO TEST_PAGOS (CODIGO, VALOR) VALUES (:P_CODIGO, :N);
+				SUSPEND;
+			END
+		END`,
+		`CREATE OR ALTER PROCEDURE REST_TEST_UNO (P_CODIGO VARCHAR(20)) RETURNS (CODIGO VARCHAR(20), N INTEGER) AS BEGIN
+			INSERT INTO TEST_PAGOS (CODIGO, VALOR) VALUES (:P_CODIGO, 1);
+			CODIGO = P_CODIGO;
+			SELECT COUNT(*) FROM TEST_PAGOS WHERE CODIGO = :P_CODIGO INTO :N;
+			SUSPEND;
+		END`,
+		`GRANT ALL ON TEST_PAGOS TO PROCEDURE REST_TEST_TRES`,
+		`GRANT ALL ON TEST_PAGOS TO PROCEDURE REST_TEST_UNO`,
+		`GRANT EXECUTE ON PROCEDURE REST_TEST_TRES TO GATEWAY`,
+		`GRANT EXECUTE ON PROCEDURE REST_TEST_UNO TO GATEWAY`)
 	for _, stmt := range stmts {
 		if _, err := admin.ExecContext(ctx, stmt); err != nil {
 			t.Fatalf("%s: %v", stmt, err)
@@ -629,6 +651,73 @@ func TestKeptAnswers(t *testing.T) {
 	var kept []byte
 	if err := admin.QueryRow(`SELECT COALESCE(ANSWER, ANSWER_LONG) FROM GATEWAY_IDEMPOTENCY WHERE IDEM_KEY = ?`, "kept-"+code).Scan(&kept); err != nil || kept[0] != '{' {
 		t.Fatalf("WIN1252: kept as %.40q (%v), want JSON", kept, err)
+	}
+	assertNoOpenWrites(t, admin)
+}
+
+// TestSelectableWritesRunToTheEnd: a write whose procedure returns its rows
+// by SUSPEND runs to its end, with or without a key, read back or not,
+// alone or in a document: EXECUTE PROCEDURE would stop it at its first
+// SUSPEND and commit one payment of three. Its answer is its rows.
+func TestSelectableWritesRunToTheEnd(t *testing.T) {
+	e, token, admin := keysEnv(t, true)
+	code := func(name string) string { return fmt.Sprintf("S%s%d", name, time.Now().UnixNano()%1e9) }
+	tres := func(c string) string {
+		return `{"cod_error":0,"data":[{"CODIGO":"` + c + `","N":1},{"CODIGO":"` + c + `","N":2},{"CODIGO":"` + c + `","N":3}]}`
+	}
+	tests := []struct {
+		name     string
+		key      bool
+		body     func(c string) string
+		want     func(c string) string
+		payments int
+	}{
+		{"its own rows", false, func(c string) string { return `{"CLAVE":"Set_Tres","CODIGO":"` + c + `"}` }, tres, 3},
+		{"its own rows, keyed", true, func(c string) string { return `{"CLAVE":"Set_Tres","CODIGO":"` + c + `"}` }, tres, 3},
+		{"read back", false, func(c string) string { return `{"CLAVE":"Set_Tres_Leido","CODIGO":"` + c + `"}` },
+			func(c string) string { return `{"cod_error":0,"data":[{"CODIGO":"` + c + `","VECES":3}]}` }, 3},
+		{"read back, keyed", true, func(c string) string { return `{"CLAVE":"Set_Tres_Leido","CODIGO":"` + c + `"}` },
+			func(c string) string { return `{"cod_error":0,"data":[{"CODIGO":"` + c + `","VECES":3}]}` }, 3},
+		{"one row at its end", false, func(c string) string { return `{"CLAVE":"Set_Uno","CODIGO":"` + c + `"}` },
+			func(c string) string { return `{"cod_error":0,"data":[{"CODIGO":"` + c + `","N":1}]}` }, 1},
+		{"in a document", false, func(c string) string {
+			return `[{"CLAVE":"Set_Tres","CODIGO":"` + c + `"},{"CLAVE":"Set_Pago","CODIGO":{"$from":0,"$field":"CODIGO"},"VALOR":4}]`
+		}, func(c string) string {
+			return `[` + tres(c) + `,{"cod_error":0,"data":[{"CODIGO":"` + c + `","VECES":4}]}]`
+		}, 4},
+		{"in a document, keyed", true, func(c string) string {
+			return `[{"CLAVE":"Set_Uno","CODIGO":"` + c + `"},{"CLAVE":"Set_Tres","CODIGO":{"$from":0,"$field":"CODIGO"}}]`
+		}, func(c string) string {
+			return `[{"cod_error":0,"data":[{"CODIGO":"` + c + `","N":1}]},` + tres(c) + `]`
+		}, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Twice: a connection's first write of a kind and its next
+			// take other paths (a one-row block, then the rows' block).
+			for i := range 2 {
+				c := code(fmt.Sprint(i))
+				key := ""
+				if tt.key {
+					key = "sel-" + c
+				}
+				r := postKeyed(t, e.h, token, key, tt.body(c))
+				if r.status != 200 || r.body != tt.want(c) {
+					t.Fatalf("%d %s, want %s", r.status, r.body, tt.want(c))
+				}
+				if n := payments(t, admin, c); n != tt.payments {
+					t.Fatalf("%d payments, want %d", n, tt.payments)
+				}
+				if tt.key {
+					if again := postKeyed(t, e.h, token, key, tt.body(c)); again.body != r.body || again.replayed != "true" {
+						t.Fatalf("replay: %+v", again)
+					}
+					if n := payments(t, admin, c); n != tt.payments {
+						t.Fatalf("%d payments after a replay, want %d", n, tt.payments)
+					}
+				}
+			}
+		})
 	}
 	assertNoOpenWrites(t, admin)
 }

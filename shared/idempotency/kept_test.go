@@ -128,7 +128,8 @@ func FuzzDecode(f *testing.F) {
 // TestKeyedBlock: the block's text for procedures with and without
 // arguments and values to return, with more arguments than inputs, and
 // keeping the answer, its rows returned as read or its one row after all
-// its work.
+// its work; a selectable procedure run to its last row, read back or
+// answering by its own rows.
 func TestKeyedBlock(t *testing.T) {
 	head := "EXECUTE BLOCK (GATEWAY$TOKEN_ID VARCHAR(255) = ?, GATEWAY$REQUEST_ID VARCHAR(255) = ?, GATEWAY$K0 TYPE OF COLUMN GATEWAY_IDEMPOTENCY.SCOPE = ?, GATEWAY$K1 TYPE OF COLUMN GATEWAY_IDEMPOTENCY.IDEM_KEY = ?, " +
 		"GATEWAY$K2 TYPE OF COLUMN GATEWAY_IDEMPOTENCY.CLAVE = ?, GATEWAY$K3 TYPE OF COLUMN GATEWAY_IDEMPOTENCY.REQUEST_HASH = ?, GATEWAY$K4 TYPE OF COLUMN GATEWAY_IDEMPOTENCY.CREATED_AT = ?"
@@ -150,6 +151,20 @@ func TestKeyedBlock(t *testing.T) {
 				"RETURNS (CODIGO TYPE OF RDB$9, \"name\" TYPE OF RDB$10)\nAS\nDECLARE GATEWAY$SET INTEGER;\nDECLARE GATEWAY$O0 TYPE OF RDB$3;\n" + claim +
 				"  EXECUTE PROCEDURE P(:GATEWAY$P0, :GATEWAY$P1) RETURNING_VALUES :GATEWAY$O0;\n" +
 				"  FOR SELECT * FROM R(:GATEWAY$R0) INTO :CODIGO, :\"name\" DO SUSPEND;\nEND"},
+		{"a selectable procedure, read back", write{Write: calls.Write{Procedure: "P", ReadBack: "R", Args: []any{1}}},
+			catalog.Procedure{Selectable: true, Inputs: []catalog.DBParam{{Name: "A", Domain: "RDB$1"}}, Outputs: []catalog.DBParam{{Name: "X", Domain: "RDB$3"}}}, one, false,
+			head + ", GATEWAY$P0 TYPE OF RDB$1 = ?)\nRETURNS (CODIGO TYPE OF RDB$9)\nAS\nDECLARE GATEWAY$SET INTEGER;\nDECLARE GATEWAY$O0 TYPE OF RDB$3;\n" + claim +
+				"  FOR SELECT * FROM P(:GATEWAY$P0) INTO :GATEWAY$O0 DO BEGIN END\n  FOR SELECT * FROM R INTO :CODIGO DO SUSPEND;\nEND"},
+		{"a selectable procedure's own rows", write{Write: calls.Write{Procedure: "P", Args: []any{1}}},
+			catalog.Procedure{Selectable: true, Inputs: []catalog.DBParam{{Name: "A", Domain: "RDB$1"}}, Outputs: []catalog.DBParam{{Name: "X", Domain: "RDB$3"}}}, catalog.Procedure{}, false,
+			head + ", GATEWAY$P0 TYPE OF RDB$1 = ?)\nRETURNS (X TYPE OF RDB$3)\nAS\nDECLARE GATEWAY$SET INTEGER;\n" + claim +
+				"  FOR SELECT * FROM P(:GATEWAY$P0) INTO :X DO SUSPEND;\nEND"},
+		{"a selectable procedure's one row", write{Write: calls.Write{Procedure: "P"}},
+			catalog.Procedure{Selectable: true, Outputs: []catalog.DBParam{{Name: "X", Domain: "RDB$3"}}}, catalog.Procedure{}, true,
+			head + ")\nRETURNS (X TYPE OF RDB$3)\nAS\nDECLARE GATEWAY$SET INTEGER;\nDECLARE GATEWAY$ROWS INTEGER = 0;\n" + claim +
+				"  FOR SELECT * FROM P INTO :X DO\n  BEGIN\n" +
+				"    GATEWAY$ROWS = GATEWAY$ROWS + 1;\n    IF (GATEWAY$ROWS > 1) THEN GATEWAY$SET = CAST('GATEWAY$MANY_ROWS' AS INTEGER);\n" +
+				"  END\n  IF (GATEWAY$ROWS = 1) THEN SUSPEND;\nEND"},
 		{"an argument too many", write{Write: calls.Write{Procedure: "P", ReadBack: "R", Args: []any{1}}}, catalog.Procedure{}, one, false,
 			head + ", GATEWAY$P0 INTEGER = ?)\nRETURNS (CODIGO TYPE OF RDB$9)\nAS\nDECLARE GATEWAY$SET INTEGER;\n" + claim + "  EXECUTE PROCEDURE P(:GATEWAY$P0);\n  FOR SELECT * FROM R INTO :CODIGO DO SUSPEND;\nEND"},
 		{"keeping the answer", write{Write: calls.Write{Procedure: "P", ReadBack: "R", ReadArgs: []any{1}}, keep: true}, catalog.Procedure{},
