@@ -81,7 +81,7 @@ func clave(p catalog.Procedure) string {
 	if writes(p) {
 		verb = "Set"
 	}
-	for _, prefix := range append(slices.Clip(readVerbs), writeVerbs...) {
+	for _, prefix := range slices.Concat(readVerbs, writeVerbs) {
 		if rest, ok := strings.CutPrefix(name, prefix); ok {
 			name = rest
 			break

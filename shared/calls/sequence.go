@@ -325,13 +325,22 @@ func (q *Sequence) Failed() int {
 // Running names the call that was running when the sequence failed (started,
 // neither run nor refused); "" when none was.
 func (q *Sequence) Running() string {
+	i := q.RunningStep()
+	switch {
+	case i < 0:
+		return ""
+	case q.Single:
+		return "CLAVE " + q.Steps[i].Call.Op.Clave
+	}
+	return fmt.Sprintf("call %d, CLAVE %s", i, q.Steps[i].Call.Op.Clave)
+}
+
+// RunningStep is the index of the step Running names, -1 when none.
+func (q *Sequence) RunningStep() int {
 	for i := len(q.Steps) - 1; i >= 0; i-- {
 		if st := q.Steps[i]; st.Started && !st.Ran && st.Refused == nil {
-			if q.Single {
-				return "CLAVE " + st.Call.Op.Clave
-			}
-			return fmt.Sprintf("call %d, CLAVE %s", i, st.Call.Op.Clave)
+			return i
 		}
 	}
-	return ""
+	return -1
 }

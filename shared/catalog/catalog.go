@@ -67,7 +67,8 @@ type Operation struct {
 	Params    []Param
 	// ReadBack may be set on writes: after the procedure ran, in the same
 	// transaction, this read supplies the response's data. A write without
-	// one is answered by the procedure's outputs (its RETURNS), as one row.
+	// one is answered by the procedure's outputs (its RETURNS), as one row,
+	// or by its rows when it has SUSPEND.
 	ReadBack *ReadBack
 	// MaxRows is the most rows an answer may carry; more are refused.
 	// DefaultMaxRows when zero.

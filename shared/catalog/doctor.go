@@ -189,6 +189,9 @@ func (op *Operation) Diagnose(db map[string]Procedure, user string) []Finding {
 	if op.Endpoint == ExecuteQuery && !p.Selectable {
 		add(true, "%s (%s): a read, but the procedure has no SUSPEND and returns no rows to SELECT", p.Name, op.Clave)
 	}
+	if op.Endpoint == Execute && p.Selectable && len(p.Outputs) == 0 {
+		add(true, "%s (%s): it has SUSPEND but returns no values, so nothing can SELECT it, and EXECUTE PROCEDURE would end it at its first SUSPEND, a write cut short: the gateway refuses to run it (declare an output, or drop the SUSPEND)", p.Name, op.Clave)
+	}
 	if len(p.UngrantedExceptions) > 0 {
 		add(true, "%s (%s): %s", p.Name, op.Clave, ungranted(p))
 	}

@@ -309,11 +309,12 @@ func DocumentBlock(cs []catalog.Call, sigs map[string]catalog.Procedure, claim c
 		doc.starts = append(doc.starts, strings.Count(body.String(), "\n"))
 		body.WriteString(checks.String())
 		// A selectable procedure runs by FOR SELECT, to its last row
-		// (WriteBlock); without a read-back, as its rows are read below.
+		// (WriteBlock); answering by its own rows, as they are read below.
+		ownRows := proc.Selectable && w.ReadBack == "" && len(into) > 0
 		switch {
-		case selectable(proc) && w.ReadBack == "":
-		case selectable(proc):
-			body.WriteString("  FOR SELECT * FROM " + w.Procedure + list(args) + " INTO " + strings.Join(dropped, ", ") + " DO BEGIN END\n")
+		case ownRows:
+		case proc.Selectable:
+			body.WriteString("  FOR SELECT * FROM " + w.Procedure + list(args) + " INTO " + dropInto(dropped) + " DO BEGIN END\n")
 		default:
 			body.WriteString("  EXECUTE PROCEDURE " + w.Procedure + list(args))
 			if len(dropped) > 0 {
@@ -336,7 +337,7 @@ func DocumentBlock(cs []catalog.Call, sigs map[string]catalog.Procedure, claim c
 		}
 		fmt.Fprintf(&body, "  GATEWAY$CALL = %d;\n", i)
 		switch {
-		case selectable(proc) && w.ReadBack == "":
+		case ownRows:
 			body.WriteString("  FOR SELECT * FROM " + w.Procedure + list(args) + " INTO " + strings.Join(into, ", ") + " DO\n  BEGIN\n" + first + "    SUSPEND;\n  END\n")
 		case w.ReadBack == "":
 			body.WriteString("  BEGIN\n" + first + "    SUSPEND;\n  END\n")

@@ -62,10 +62,10 @@ func (w *wire) Trips() int64 { return w.trips.Load() }
 // broken. It costs no goroutine: the call runs on its caller's. A ctx
 // withHearing is told each time the server speaks until release.
 func (w *wire) watch(ctx context.Context) (release func() (closed bool)) {
-	hearing := func() {}
+	unhear := func() {}
 	if heard, ok := ctx.Value(hearingKey{}).(func()); ok {
 		prev := w.heard.Swap(&heard)
-		hearing = func() { w.heard.Store(prev) }
+		unhear = func() { w.heard.Store(prev) }
 	}
 	var mu sync.Mutex
 	var timer *time.Timer
@@ -86,7 +86,7 @@ func (w *wire) watch(ctx context.Context) (release func() (closed bool)) {
 		})
 	})
 	return func() bool {
-		hearing()
+		unhear()
 		if stop() {
 			return false // ctx had not ended
 		}

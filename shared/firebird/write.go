@@ -40,11 +40,12 @@ func procedures(w calls.Write) []string {
 // write (begin, block, fetch and commit), when the block is its
 // transaction's last statement (w.Last), returns at most one row after all
 // its work (WriteBlock's oneRow: an answer of more, a read-back's or a
-// selectable procedure's, makes the pool write this write's block to return rows as they are read, and the
-// call run again: errManyRows), needs nothing of its transaction after it
-// (no BLOB in its answer; parts, when any, keep a one-row answer whole),
-// its row surely fits out, and its connection answered within freshFor.
-// Otherwise the commit waits for the block's answer: two round trips.
+// selectable procedure's, makes the pool write this write's block to
+// return rows as they are read, and the call run again: errManyRows),
+// needs nothing of its transaction after it (no BLOB in its answer;
+// parts, when any, keep a one-row answer whole), its row surely fits out,
+// and its connection answered within freshFor. Otherwise the commit waits
+// for the block's answer: two round trips.
 func (s *Session) Write(ctx context.Context, name string, w calls.Write, parts func(proc, rb catalog.Procedure) calls.Parts, extra []any, out *record.Encoder) ([]any, error) {
 	procs := procedures(w)
 	o := erp.OriginOf(ctx)
@@ -175,7 +176,11 @@ const originContext = `  GATEWAY$SET = RDB$SET_CONTEXT('USER_TRANSACTION', 'GATE
 // and commit a write cut short (a procedure that writes a row and returns
 // it, three times, would write one). Without a read-back its rows are the
 // answer, read as a read-back's are, and parts.After runs before them, as
-// the procedure runs while they are read.
+// the procedure runs while they are read; a procedure that never reaches
+// SUSPEND then answers no row. One with SUSPEND and no outputs cannot be
+// selected from: its block fails to prepare with the server's "procedure
+// ... does not return any values", a refusal where EXECUTE PROCEDURE would
+// have run it cut short (catalog's Diagnose says why).
 func WriteBlock(procedure string, nargs int, readBack string, nreadArgs int, proc, rb catalog.Procedure, parts calls.Parts, oneRow bool) (text string, hidden int) {
 	ins := append(originInputs(), parts.Inputs...)
 	declare := func(prefix string, n int, inputs []catalog.DBParam) string {
@@ -217,11 +222,12 @@ func WriteBlock(procedure string, nargs int, readBack string, nreadArgs int, pro
 	}
 	// Where the answer's rows come from: the read-back, or a selectable
 	// procedure's own rows.
+	ownRows := readBack == "" && proc.Selectable && len(into) > 0
 	rows := ""
 	switch {
 	case readBack != "":
 		rows = "SELECT * FROM " + readBack + readArgs
-	case selectable(proc):
+	case ownRows:
 		rows = "SELECT * FROM " + procedure + args
 	}
 	counted := rows != "" && len(into) > 0 && oneRow
@@ -231,10 +237,10 @@ func WriteBlock(procedure string, nargs int, readBack string, nreadArgs int, pro
 	b.WriteString(parts.Declare)
 	b.WriteString("BEGIN\n" + originContext + parts.Before)
 	switch {
-	case rows != "" && readBack == "":
+	case ownRows:
 		// The procedure runs as its rows, the answer, are read below.
-	case selectable(proc):
-		b.WriteString("  FOR SELECT * FROM " + procedure + args + " INTO " + strings.Join(dropped, ", ") + " DO BEGIN END\n")
+	case proc.Selectable:
+		b.WriteString("  FOR SELECT * FROM " + procedure + args + " INTO " + dropInto(dropped) + " DO BEGIN END\n")
 	default:
 		b.WriteString("  EXECUTE PROCEDURE " + procedure + args)
 		if len(dropped) > 0 {
@@ -262,11 +268,19 @@ func WriteBlock(procedure string, nargs int, readBack string, nreadArgs int, pro
 	return b.String(), len(parts.Hidden)
 }
 
-// selectable reports a procedure run by FOR SELECT: one with SUSPEND, and
-// columns to read its rows into.
-func selectable(p catalog.Procedure) bool { return p.Selectable && len(p.Outputs) > 0 }
+// dropInto is the INTO list of a selectable procedure whose rows are
+// dropped: its outputs' variables, or, for one without outputs (which
+// cannot be selected from, and fails the block's prepare), a variable of
+// the block's.
+func dropInto(dropped []string) string {
+	if len(dropped) == 0 {
+		return ":GATEWAY$SET"
+	}
+	return strings.Join(dropped, ", ")
+}
 
 // manyRows is the text of the conversion error a one-row block fails with
-// when its read-back answers a second row: a text no procedure's error
-// holds, which Firebird quotes ("conversion error from string ...").
+// when its answer has a second row (a read-back's, or a selectable
+// procedure's own): a text no procedure's error holds, which Firebird
+// quotes ("conversion error from string ...").
 const manyRows = "GATEWAY$MANY_ROWS"

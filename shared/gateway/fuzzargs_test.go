@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -38,15 +39,21 @@ func FuzzArguments(f *testing.F) {
 		}
 		have[name] = true
 	}
+	if err := rows.Err(); err != nil {
+		f.Fatal(err)
+	}
 	if err := rows.Close(); err != nil {
 		f.Fatal(err)
 	}
 	var ops []catalog.Operation
 	for _, op := range testOperations() {
+		procs := []string{op.Procedure}
+		if op.ReadBack != nil {
+			procs = append(procs, op.ReadBack.Procedure)
+		}
 		// The procedures other tests create (REST_TEST_*) come and go
 		// with the order the tests run in, and one of them waits for a lock.
-		if test := strings.HasPrefix(op.Procedure, "REST_TEST_") || op.ReadBack != nil && strings.HasPrefix(op.ReadBack.Procedure, "REST_TEST_"); !test &&
-			have[op.Procedure] && (op.ReadBack == nil || have[op.ReadBack.Procedure]) {
+		if !slices.ContainsFunc(procs, func(p string) bool { return !have[p] || strings.HasPrefix(p, "REST_TEST_") }) {
 			ops = append(ops, op)
 		}
 	}

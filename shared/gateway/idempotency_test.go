@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/erp-gateway/gateway/shared/access"
+	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/firebird"
@@ -103,6 +106,15 @@ func setupKeys(t testing.TB, cfg erp.Connection) *sql.DB {
 			SELECT COUNT(*) FROM TEST_PAGOS WHERE CODIGO = :P_CODIGO INTO :N;
 			SUSPEND;
 		END`,
+		// One with SUSPEND and no outputs: nothing can select it, and
+		// EXECUTE PROCEDURE would stop it after its first payment.
+		`CREATE OR ALTER PROCEDURE REST_TEST_CORTADO (P_CODIGO VARCHAR(20)) AS BEGIN
+			INSERT INTO TEST_PAGOS (CODIGO, VALOR) VALUES (:P_CODIGO, 1);
+			SUSPEND;
+			INSERT INTO TEST_PAGOS (CODIGO, VALOR) VALUES (:P_CODIGO, 2);
+		END`,
+		`GRANT ALL ON TEST_PAGOS TO PROCEDURE REST_TEST_CORTADO`,
+		`GRANT EXECUTE ON PROCEDURE REST_TEST_CORTADO TO GATEWAY`,
 		`GRANT ALL ON TEST_PAGOS TO PROCEDURE REST_TEST_TRES`,
 		`GRANT ALL ON TEST_PAGOS TO PROCEDURE REST_TEST_UNO`,
 		`GRANT EXECUTE ON PROCEDURE REST_TEST_TRES TO GATEWAY`,
@@ -658,7 +670,9 @@ func TestKeptAnswers(t *testing.T) {
 // TestSelectableWritesRunToTheEnd: a write whose procedure returns its rows
 // by SUSPEND runs to its end, with or without a key, read back or not,
 // alone or in a document: EXECUTE PROCEDURE would stop it at its first
-// SUSPEND and commit one payment of three. Its answer is its rows.
+// SUSPEND and commit one payment of three. Its answer is its rows. One with
+// SUSPEND and no outputs, which nothing can run whole, is refused, saying
+// why, and writes nothing.
 func TestSelectableWritesRunToTheEnd(t *testing.T) {
 	e, token, admin := keysEnv(t, true)
 	code := func(name string) string { return fmt.Sprintf("S%s%d", name, time.Now().UnixNano()%1e9) }
@@ -718,6 +732,24 @@ func TestSelectableWritesRunToTheEnd(t *testing.T) {
 				}
 			}
 		})
+	}
+	// Not in the tests' catalog, whose health every other test expects
+	// well: a handler of its own serves it.
+	cat, err := catalog.New(append(testOperations(), catalog.Operation{Clave: "Set_Cortado", Endpoint: catalog.Execute, Procedure: "REST_TEST_CORTADO",
+		Params: []catalog.Param{{Name: "CODIGO", MaxLen: 20, Required: true}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := gateway.New(gateway.Config{}, cat, access.Static(e.acc.Document), e.src, e.db, slog.New(slog.DiscardHandler))
+	for _, body := range []string{`{"CLAVE":"Set_Cortado","CODIGO":"%s"}`, `[{"CLAVE":"Set_Pago","CODIGO":"%[1]s","VALOR":1},{"CLAVE":"Set_Cortado","CODIGO":"%[1]s"}]`} {
+		c := code("C")
+		r := postKeyed(t, h, token, "", fmt.Sprintf(body, c))
+		if r.status != 503 || !strings.Contains(r.body, fmt.Sprintf(`"cod_error":%d`, erp.CodeUnavailable)) || !strings.Contains(r.body, "SUSPEND but returns no values") {
+			t.Fatalf("a write with SUSPEND and no outputs: %d %s", r.status, r.body)
+		}
+		if n := payments(t, admin, c); n != 0 {
+			t.Fatalf("%d payments after its refusal, want 0", n)
+		}
 	}
 	assertNoOpenWrites(t, admin)
 }

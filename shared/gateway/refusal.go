@@ -18,14 +18,21 @@ type subject struct {
 	// op is a single call's operation (nil for a batch, or a request that
 	// runs none: the OpenAPI document).
 	op *calls.Step
-	// running names the batch's call that was running when it failed.
+	// running names the batch's call that was running when it failed,
+	// and failed is that call (a single call's too; nil when none was).
 	running string
+	failed  *calls.Step
 }
 
 func subjectOf(q *calls.Sequence, keyed bool) subject {
 	s := subject{batch: !q.Single, write: q.Writes(), keyed: keyed, running: q.Running()}
 	if q.Single {
 		s.op = &q.Steps[0]
+	}
+	if i := q.RunningStep(); i >= 0 {
+		s.failed = &q.Steps[i]
+	} else {
+		s.failed = s.op
 	}
 	return s
 }
@@ -110,11 +117,12 @@ func (h *Handler) refuse(ctx context.Context, t erp.Target, s subject, err error
 	case errors.Is(err, erp.ErrCannotRun):
 		h.log.ErrorContext(ctx, "database cannot run the operation", "instance", t.Instance, "what", s.what(), "err", err)
 		why := "its procedure is missing, changed or not granted"
-		if s.op != nil {
-			if findings := h.diagnose(ctx, t, s.op.Call.Op, s.keyed); len(findings) > 0 {
+		if s.failed != nil {
+			if findings := h.diagnose(ctx, t, s.failed.Call.Op, s.keyed); len(findings) > 0 {
 				why = strings.Join(findings, "; ")
 			}
-		} else if s.running != "" {
+		}
+		if s.batch && s.running != "" {
 			why = s.running + ": " + why
 		}
 		msg = fmt.Sprintf("%s cannot run %s right now (%s)%s", db, s.what(), why, s.nothing())

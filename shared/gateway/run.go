@@ -185,7 +185,9 @@ func (h *Handler) breaker(ctx context.Context, t erp.Target, call func(context.C
 		began := time.Now()
 		err := h.db.Ping(ctx, t, h.breakers.cfg.ProbeSilence)
 		// A database that answered the probe with a refusal of its own
-		// (credentials, say) is up: the call runs and meets it.
+		// (credentials, say) is up: the call runs and meets it. Of a
+		// failed probe, hung and refused alike keep the breaker open, so
+		// the silence stands in for the bound verdict weighs time against.
 		if v := h.verdict(err, time.Since(began), h.breakers.cfg.ProbeSilence); err != nil && (v != answered || ctx.Err() != nil) {
 			if v == answered { // the caller went away: no verdict, another probe soon
 				v = refused

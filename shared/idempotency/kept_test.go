@@ -165,6 +165,31 @@ func TestKeyedBlock(t *testing.T) {
 				"  FOR SELECT * FROM P INTO :X DO\n  BEGIN\n" +
 				"    GATEWAY$ROWS = GATEWAY$ROWS + 1;\n    IF (GATEWAY$ROWS > 1) THEN GATEWAY$SET = CAST('GATEWAY$MANY_ROWS' AS INTEGER);\n" +
 				"  END\n  IF (GATEWAY$ROWS = 1) THEN SUSPEND;\nEND"},
+		{"a selectable procedure without outputs", write{Write: calls.Write{Procedure: "P"}},
+			catalog.Procedure{Selectable: true}, catalog.Procedure{}, true,
+			head + ")\nAS\nDECLARE GATEWAY$SET INTEGER;\n" + claim + "  FOR SELECT * FROM P INTO :GATEWAY$SET DO BEGIN END\nEND"},
+		{"keeping a selectable procedure's own rows", write{Write: calls.Write{Procedure: "P"}, keep: true},
+			catalog.Procedure{Selectable: true, Outputs: []catalog.DBParam{{Name: "N", Domain: "RDB$9", Type: "INTEGER"}}}, catalog.Procedure{}, false,
+			head + ")\n" +
+				"RETURNS (N TYPE OF RDB$9, GATEWAY$KEPT SMALLINT)\n" +
+				"AS\n" +
+				"DECLARE GATEWAY$SET INTEGER;\n" +
+				"DECLARE GATEWAY$A VARCHAR(8000) CHARACTER SET OCTETS;\n" +
+				"DECLARE GATEWAY$V VARCHAR(32765) CHARACTER SET OCTETS;\n" +
+				"DECLARE GATEWAY$ROW CHAR(8) CHARACTER SET OCTETS;\n" +
+				"BEGIN\n" + "  GATEWAY$SET = RDB$SET_CONTEXT('USER_TRANSACTION', 'GATEWAY_TOKEN_ID', :GATEWAY$TOKEN_ID);\n  GATEWAY$SET = RDB$SET_CONTEXT('USER_TRANSACTION', 'GATEWAY_REQUEST_ID', :GATEWAY$REQUEST_ID);\n" +
+				"  INSERT INTO GATEWAY_IDEMPOTENCY (SCOPE, IDEM_KEY, CLAVE, REQUEST_HASH, CREATED_AT) VALUES (:GATEWAY$K0, :GATEWAY$K1, :GATEWAY$K2, :GATEWAY$K3, :GATEWAY$K4) RETURNING RDB$DB_KEY INTO :GATEWAY$ROW;\n" +
+				"  GATEWAY$A = 'K1;i1:N';\n" +
+				"  GATEWAY$KEPT = 1;\n" +
+				"  FOR SELECT * FROM P INTO :N DO\n" +
+				"  BEGIN\n" +
+				"    GATEWAY$V = COALESCE(OCTET_LENGTH(CAST(:N AS VARCHAR(32) CHARACTER SET UTF8)) || ':' || CAST(:N AS VARCHAR(32) CHARACTER SET UTF8), '-');\n" +
+				"    IF (GATEWAY$KEPT = 1 AND OCTET_LENGTH(GATEWAY$A) + OCTET_LENGTH(GATEWAY$V) <= 8000) THEN GATEWAY$A = GATEWAY$A || GATEWAY$V;\n" +
+				"    ELSE GATEWAY$KEPT = 0;\n" +
+				"    SUSPEND;\n" +
+				"  END\n" +
+				"  IF (GATEWAY$KEPT = 1) THEN UPDATE GATEWAY_IDEMPOTENCY SET ANSWER = :GATEWAY$A WHERE RDB$DB_KEY = :GATEWAY$ROW;\n" +
+				"END"},
 		{"an argument too many", write{Write: calls.Write{Procedure: "P", ReadBack: "R", Args: []any{1}}}, catalog.Procedure{}, one, false,
 			head + ", GATEWAY$P0 INTEGER = ?)\nRETURNS (CODIGO TYPE OF RDB$9)\nAS\nDECLARE GATEWAY$SET INTEGER;\n" + claim + "  EXECUTE PROCEDURE P(:GATEWAY$P0);\n  FOR SELECT * FROM R INTO :CODIGO DO SUSPEND;\nEND"},
 		{"keeping the answer", write{Write: calls.Write{Procedure: "P", ReadBack: "R", ReadArgs: []any{1}}, keep: true}, catalog.Procedure{},
