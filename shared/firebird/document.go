@@ -308,19 +308,10 @@ func DocumentBlock(cs []catalog.Call, sigs map[string]catalog.Procedure, claim c
 		}
 		doc.starts = append(doc.starts, strings.Count(body.String(), "\n"))
 		body.WriteString(checks.String())
-		// A selectable procedure runs by FOR SELECT, to its last row
-		// (WriteBlock); answering by its own rows, as they are read below.
-		ownRows := proc.Selectable && w.ReadBack == "" && len(into) > 0
-		switch {
-		case ownRows:
-		case proc.Selectable:
-			body.WriteString("  FOR SELECT * FROM " + w.Procedure + list(args) + " INTO " + dropInto(dropped) + " DO BEGIN END\n")
-		default:
-			body.WriteString("  EXECUTE PROCEDURE " + w.Procedure + list(args))
-			if len(dropped) > 0 {
-				body.WriteString(" RETURNING_VALUES " + strings.Join(dropped, ", "))
-			}
-			body.WriteString(";\n")
+		// One answering by its own rows runs as they are read below.
+		ownRows := w.ReadBack == "" && answersByItsRows(proc)
+		if !ownRows {
+			body.WriteString(runProcedure(w.Procedure+list(args), proc, dropped))
 		}
 		if len(into) == 0 {
 			continue

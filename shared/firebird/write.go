@@ -222,7 +222,7 @@ func WriteBlock(procedure string, nargs int, readBack string, nreadArgs int, pro
 	}
 	// Where the answer's rows come from: the read-back, or a selectable
 	// procedure's own rows.
-	ownRows := readBack == "" && proc.Selectable && len(into) > 0
+	ownRows := readBack == "" && answersByItsRows(proc)
 	rows := ""
 	switch {
 	case readBack != "":
@@ -236,17 +236,8 @@ func WriteBlock(procedure string, nargs int, readBack string, nreadArgs int, pro
 	}
 	b.WriteString(parts.Declare)
 	b.WriteString("BEGIN\n" + originContext + parts.Before)
-	switch {
-	case ownRows:
-		// The procedure runs as its rows, the answer, are read below.
-	case proc.Selectable:
-		b.WriteString("  FOR SELECT * FROM " + procedure + args + " INTO " + dropInto(dropped) + " DO BEGIN END\n")
-	default:
-		b.WriteString("  EXECUTE PROCEDURE " + procedure + args)
-		if len(dropped) > 0 {
-			b.WriteString(" RETURNING_VALUES " + strings.Join(dropped, ", "))
-		}
-		b.WriteString(";\n")
+	if !ownRows { // else it runs as its rows, the answer, are read below
+		b.WriteString(runProcedure(procedure+args, proc, dropped))
 	}
 	b.WriteString(parts.After)
 	switch {
@@ -268,15 +259,26 @@ func WriteBlock(procedure string, nargs int, readBack string, nreadArgs int, pro
 	return b.String(), len(parts.Hidden)
 }
 
-// dropInto is the INTO list of a selectable procedure whose rows are
-// dropped: its outputs' variables, or, for one without outputs (which
-// cannot be selected from, and fails the block's prepare), a variable of
-// the block's.
-func dropInto(dropped []string) string {
-	if len(dropped) == 0 {
-		return ":GATEWAY$SET"
+// answersByItsRows reports a procedure whose rows are a write's answer
+// when it has no read-back: one with SUSPEND and outputs, run by FOR
+// SELECT as its rows are read.
+func answersByItsRows(proc catalog.Procedure) bool { return proc.Selectable && len(proc.Outputs) > 0 }
+
+// runProcedure is the statement of a write's or a document's block that
+// runs call (the procedure and its arguments) to its end, its outputs
+// dropped into the variables dropped: EXECUTE PROCEDURE, or for one with
+// SUSPEND, FOR SELECT over all its rows. One with SUSPEND and no outputs
+// cannot be selected from, and fails the block's prepare (WriteBlock).
+func runProcedure(call string, proc catalog.Procedure, dropped []string) string {
+	switch {
+	case proc.Selectable && len(dropped) == 0:
+		return "  FOR SELECT * FROM " + call + " INTO :GATEWAY$SET DO BEGIN END\n"
+	case proc.Selectable:
+		return "  FOR SELECT * FROM " + call + " INTO " + strings.Join(dropped, ", ") + " DO BEGIN END\n"
+	case len(dropped) == 0:
+		return "  EXECUTE PROCEDURE " + call + ";\n"
 	}
-	return strings.Join(dropped, ", ")
+	return "  EXECUTE PROCEDURE " + call + " RETURNING_VALUES " + strings.Join(dropped, ", ") + ";\n"
 }
 
 // manyRows is the text of the conversion error a one-row block fails with
