@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nakagami/firebirdsql"
+
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/gateway"
@@ -269,4 +271,65 @@ func TestABreakerClosesOverASlowLink(t *testing.T) {
 		}
 		time.Sleep(coolDown / 3)
 	}
+}
+
+// TestAMaintenanceShutdownIsNotHeldBack: a DBA's shutdown that waits for
+// transactions to end (gfix -shut full -tran N) succeeds while the gateway's
+// connections are warm (their read transaction is pre-committed, and a
+// write ends its own before answering). While the database is shut the
+// gateway answers 1201 at once; once it is online again reads are served
+// as before within the breaker's cool-down.
+func TestAMaintenanceShutdownIsNotHeldBack(t *testing.T) {
+	e := demoEnv(t, gateway.Config{})
+	const read = `{"CLAVE":"Get_Terceros","CODIGO":"800000000"}`
+	before := e.post(t, path("demo", "executequery"), read)
+	if w := e.post(t, path("demo", "execute"), setTerceros(newCode())); before.Status != http.StatusOK || w.Status != http.StatusOK || w.Body.ExExecSQL != nil {
+		t.Fatalf("warming up: %d %s; %d %s", before.Status, before.Raw, w.Status, w.Raw)
+	}
+	e.post(t, path("demo", "executequery"), read) // a read transaction open again
+
+	admin := fbtest.Admin(t, fbtest.Demo(t))
+	mm, err := firebirdsql.NewMaintenanceManager(net.JoinHostPort(admin.Host, strconv.Itoa(admin.Port)), admin.User, admin.Password, firebirdsql.GetDefaultServiceManagerOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	shut := false
+	online := func() error {
+		shut = false
+		return mm.OnlineEx(admin.Database, firebirdsql.OperationModeNormal)
+	}
+	t.Cleanup(func() {
+		if err := online(); shut && err != nil {
+			t.Errorf("bringing the database online again: %v", err)
+		}
+	})
+	shut = true
+	if err := mm.ShutdownEx(admin.Database, firebirdsql.OperationModeFull, firebirdsql.ShutdownModeExDenyNewTransactions, 5); err != nil {
+		t.Fatalf("a shutdown waiting 5 s for transactions to end failed: %v", err)
+	}
+	for range 5 { // enough to open the instance's breaker
+		start := time.Now()
+		r := e.post(t, path("demo", "executequery"), read)
+		if r.Status != http.StatusServiceUnavailable || r.Body.CodError == nil || *r.Body.CodError != 1201 || time.Since(start) > time.Second {
+			t.Fatalf("while shut, after %v: %d %s", time.Since(start), r.Status, r.Raw)
+		}
+	}
+	if err := online(); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	for {
+		r := e.post(t, path("demo", "executequery"), read)
+		if r.Status == http.StatusOK {
+			if r.Raw != before.Raw {
+				t.Fatalf("back online: %s, before %s", r.Raw, before.Raw)
+			}
+			break
+		}
+		if time.Since(back) > 2*gateway.DefaultCoolDown {
+			t.Fatalf("%v after the database came back online: %d %s", time.Since(back), r.Status, r.Raw)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("served %v after the database came back online", time.Since(back).Round(time.Millisecond))
 }
