@@ -88,6 +88,7 @@ func testOperations() []catalog.Operation {
 		// A read with a side effect: it pays (REST_TEST_EFECTO, scope_test.go).
 		catalog.Operation{Clave: "Get_Efecto", Endpoint: catalog.ExecuteQuery, Procedure: "REST_TEST_EFECTO", Params: []catalog.Param{{Name: "CODIGO", MaxLen: 20, Required: true}}},
 		catalog.Operation{Clave: "Get_Lista_50000", Endpoint: catalog.ExecuteQuery, Procedure: "REST_TEST_LISTA", Params: rows, MaxRows: 50000},
+		catalog.Operation{Clave: "Get_Lista_Falla", Endpoint: catalog.ExecuteQuery, Procedure: "REST_TEST_LISTA_FALLA", Params: rows},
 		catalog.Operation{Clave: "Set_Pago", Endpoint: catalog.Execute, Procedure: "REST_TEST_PAGAR",
 			Params:   []catalog.Param{{Name: "CODIGO", MaxLen: 20, Required: true}, {Name: "VALOR", Kind: catalog.Integer, Bits: 32}},
 			ReadBack: &catalog.ReadBack{Procedure: "REST_TEST_PAGOS", Params: []string{"CODIGO"}}},

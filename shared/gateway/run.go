@@ -130,6 +130,11 @@ func (h *Handler) streamed(ctx context.Context, t erp.Target, q *calls.Sequence,
 	if errors.As(err, &cut) {
 		err = cut.err
 	}
+	if err == nil && q.Single && q.Steps[0].Refused != nil {
+		// The procedure refused after rows had left: its answer can no
+		// longer say so, and must not end as if whole.
+		err = q.Steps[0].Refused
+	}
 	if err == nil {
 		err = st.finish(h.encode(q))
 	}

@@ -127,6 +127,21 @@ func TestStreamingReads(t *testing.T) {
 			t.Fatalf("no cut in the log: %s", e.log.String())
 		}
 	})
+
+	t.Run("the procedure's refusal past the first byte", func(t *testing.T) {
+		f := fetch(t, url, list("Get_Lista_Falla", n), nil)
+		if f.resp.StatusCode != 200 || f.readErr == nil || json.Valid(f.body) {
+			t.Fatalf("%d, read error %v, %d bytes, valid JSON %v", f.resp.StatusCode, f.readErr, len(f.body), json.Valid(f.body))
+		}
+		if !strings.Contains(e.log.String(), "LA LISTA 100000 NO TERMINA") {
+			t.Fatalf("the refusal is not in the log: %s", e.log.String())
+		}
+		// Within the threshold the refusal is the answer, as for any read.
+		r := whole.post(t, path("demo", "executequery"), list("Get_Lista_Falla", 10))
+		if r.Status != 200 || r.Body.ExExecSQL == nil || !strings.Contains(*r.Body.ExExecSQL, "***LA LISTA 10 NO TERMINA***") || r.Body.Data != nil {
+			t.Fatalf("10 rows: %d %s", r.Status, r.Raw)
+		}
+	})
 }
 
 // TestStreamDeadline: a client that stops reading holds its stream no
