@@ -36,6 +36,15 @@ func newConnector(cfg erp.Connection, bound time.Duration, maxStmt int, abandon 
 }
 
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		// database/sql opens a replacement for a discarded connection in
+		// the background, with a context that ends only with the pool: a
+		// frozen server or a cut link would hold that slot of the pool,
+		// and the callers waiting for it, until TCP gave up.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.bound)
+		defer cancel()
+	}
 	// Counted as asked, like prepares: a refused attachment (a wrong
 	// password) costs the server work too.
 	tally.Add(ctx, tally.ConnectionOpens)
