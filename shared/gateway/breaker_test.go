@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -270,6 +271,46 @@ func TestABreakerClosesOverASlowLink(t *testing.T) {
 			t.Fatalf("still refused %s after the link came back: %d %s", time.Since(back).Round(time.Millisecond), r.Status, r.Raw)
 		}
 		time.Sleep(coolDown / 3)
+	}
+}
+
+// TestClientsThatLeaveDoNotCloseTheBreaker: a client that gives up before
+// its call's deadline says nothing of the database; against a hanging
+// instance, calls whose clients wait open the breaker after three, however
+// many impatient clients come between them.
+func TestClientsThatLeaveDoNotCloseTheBreaker(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	proxy := newProxy(t, "127.0.0.1:3050")
+	cfg := fbtest.Demo(t)
+	cfg.Port = proxy.port()
+	e := newEnv(t, gateway.Config{Timeout: timeout, Breaker: gateway.BreakerConfig{Failures: 3, CoolDown: time.Minute}}, map[string]any{"a": anonymous(cfg)})
+	read := func(wait time.Duration) response {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer time.AfterFunc(wait, cancel).Stop() // as net/http does when its client leaves
+		defer cancel()
+		req := httptest.NewRequestWithContext(ctx, http.MethodPost, path("a", "executequery"), strings.NewReader(`{"CLAVE":"Get_Terceros","CODIGO":"800000000"}`))
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		var r response
+		r.Status, r.Raw = rec.Code, rec.Body.String()
+		json.Unmarshal(rec.Body.Bytes(), &r.Body) //nolint:errcheck // checked by the caller
+		return r
+	}
+	if r := read(time.Minute); r.Status != http.StatusOK {
+		t.Fatalf("well: %d %s", r.Status, r.Raw)
+	}
+	proxy.hang(true)
+	for i := range 3 {
+		if r := read(time.Minute); r.Status != http.StatusServiceUnavailable {
+			t.Fatalf("call %d, waited for: %d %s", i+1, r.Status, r.Raw)
+		}
+		if i < 2 {
+			read(50 * time.Millisecond) // a client that leaves
+		}
+	}
+	start := time.Now()
+	if r := read(time.Minute); r.Body.CodError == nil || *r.Body.CodError != int(erp.CodePaused) || time.Since(start) > timeout/2 {
+		t.Fatalf("after three calls that hung: %d %s in %v, want the breaker open", r.Status, r.Raw, time.Since(start))
 	}
 }
 

@@ -226,9 +226,12 @@ func (h *Handler) breaker(ctx context.Context, t erp.Target, call func(context.C
 // try again, and refusing calls then would only make the outage longer.
 func (h *Handler) verdict(err error, took, limit time.Duration) verdict {
 	f := erp.FaultOf(err)
-	failed := f != nil && f.Down && !errors.Is(err, context.Canceled)
 	switch {
-	case !failed:
+	case errors.Is(err, context.Canceled):
+		// Neither the database's health nor its failure: a call that
+		// counts for nothing, where "answered" would close the breaker.
+		return refused
+	case f == nil || !f.Down:
 		return answered
 	case errors.Is(err, context.DeadlineExceeded) || took >= limit/2:
 		return hung
