@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -176,13 +175,10 @@ func Answers(readBack string, proc, rb catalog.Procedure) []catalog.DBParam {
 	return rb.Outputs
 }
 
-// Quote writes a name as SQL reaches it: as it is when plain, between
-// double quotes otherwise.
+// Quote writes a name as SQL reaches it: always between double quotes,
+// which keep its case and let it be a reserved word (a column a procedure
+// declared as "DATE" or "VALUE" is stored as DATE, which SQL would read
+// as the keyword); an upper-case name quoted is the name unquoted.
 func Quote(name string) string {
-	if plainName.MatchString(name) {
-		return name
-	}
 	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 }
-
-var plainName = regexp.MustCompile(`^[A-Z][A-Z0-9_$]*$`)

@@ -100,10 +100,12 @@ func setupKeys(t testing.TB, cfg erp.Connection) *sql.DB {
 				SUSPEND;
 			END
 		END`,
-		`CREATE OR ALTER PROCEDURE REST_TEST_UNO (P_CODIGO VARCHAR(20)) RETURNS (CODIGO VARCHAR(20), N INTEGER) AS BEGIN
+		// Its count is named with a reserved word, which SQL reaches only
+		// quoted.
+		`CREATE OR ALTER PROCEDURE REST_TEST_UNO (P_CODIGO VARCHAR(20)) RETURNS (CODIGO VARCHAR(20), "VALUE" INTEGER) AS BEGIN
 			INSERT INTO TEST_PAGOS (CODIGO, VALOR) VALUES (:P_CODIGO, 1);
 			CODIGO = P_CODIGO;
-			SELECT COUNT(*) FROM TEST_PAGOS WHERE CODIGO = :P_CODIGO INTO :N;
+			SELECT COUNT(*) FROM TEST_PAGOS WHERE CODIGO = :P_CODIGO INTO :"VALUE";
 			SUSPEND;
 		END`,
 		// One with SUSPEND and no outputs: nothing can select it, and
@@ -693,7 +695,7 @@ func TestSelectableWritesRunToTheEnd(t *testing.T) {
 		{"read back, keyed", true, func(c string) string { return `{"CLAVE":"Set_Tres_Leido","CODIGO":"` + c + `"}` },
 			func(c string) string { return `{"cod_error":0,"data":[{"CODIGO":"` + c + `","VECES":3}]}` }, 3},
 		{"one row at its end", false, func(c string) string { return `{"CLAVE":"Set_Uno","CODIGO":"` + c + `"}` },
-			func(c string) string { return `{"cod_error":0,"data":[{"CODIGO":"` + c + `","N":1}]}` }, 1},
+			func(c string) string { return `{"cod_error":0,"data":[{"CODIGO":"` + c + `","VALUE":1}]}` }, 1},
 		{"in a document", false, func(c string) string {
 			return `[{"CLAVE":"Set_Tres","CODIGO":"` + c + `"},{"CLAVE":"Set_Pago","CODIGO":{"$from":0,"$field":"CODIGO"},"VALOR":4}]`
 		}, func(c string) string {
@@ -702,7 +704,7 @@ func TestSelectableWritesRunToTheEnd(t *testing.T) {
 		{"in a document, keyed", true, func(c string) string {
 			return `[{"CLAVE":"Set_Uno","CODIGO":"` + c + `"},{"CLAVE":"Set_Tres","CODIGO":{"$from":0,"$field":"CODIGO"}}]`
 		}, func(c string) string {
-			return `[{"cod_error":0,"data":[{"CODIGO":"` + c + `","N":1}]},` + tres(c) + `]`
+			return `[{"cod_error":0,"data":[{"CODIGO":"` + c + `","VALUE":1}]},` + tres(c) + `]`
 		}, 4},
 	}
 	for _, tt := range tests {
