@@ -246,9 +246,10 @@ func (q *Sequence) document(ctx context.Context, tx Tx, keeper Keeper) error {
 }
 
 // grow adds a call's answer (and its comma) to size, a batch's answer so
-// far, and refuses a batch whose answer passes MaxAnswer.
+// far as Lambda counts it (record.StringSize), and refuses a batch whose
+// answer passes MaxAnswer.
 func (q *Sequence) grow(size *int, out *record.Encoder) error {
-	if *size += len(out.Finish()) + 1; *size > q.MaxAnswer {
+	if *size += record.StringSize(out.Finish()) + 1; *size > q.MaxAnswer {
 		return fmt.Errorf("the batch's answer: %w", erp.ErrAnswerTooLarge)
 	}
 	return nil

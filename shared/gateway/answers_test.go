@@ -56,6 +56,15 @@ func TestAnswersBeyondTheirLimitsAreRefused(t *testing.T) {
 		})
 	}
 
+	t.Run("a batch over Lambda's limit as Lambda counts", func(t *testing.T) {
+		// Each call fits alone, and the batch's text too (4 MB), but not
+		// the JSON string Lambda returns (8 MB).
+		r := e.post(t, path("demo", "executequery"), `[{"CLAVE":"Get_Filas","N":"250"},{"CLAVE":"Get_Filas","N":"250"}]`)
+		if r.Status != 422 || !strings.Contains(r.Raw, `"cod_error":1302`) {
+			t.Fatalf("HTTP %d %.300s", r.Status, r.Raw)
+		}
+	})
+
 	// The refusals stopped the fetch on a connection still in step: it
 	// serves on, its statements prepared.
 	if after := attachment(); after != before {
