@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -41,8 +42,13 @@ func appendValue(dst []byte, kind Kind, v any) []byte {
 		return append(dst, "null"...)
 	case string:
 		// The driver gives INT128 and some exact numbers as text.
-		if (kind == Decimal || kind == Integer) && isJSONNumber(v) {
-			return append(dst, v...)
+		if kind == Decimal || kind == Integer {
+			if isJSONNumber(v) {
+				return append(dst, v...)
+			}
+			if p, ok := plainDecimal(v); ok {
+				return append(dst, p...)
+			}
 		}
 		return AppendString(dst, v)
 	case int64:
@@ -120,6 +126,36 @@ func isJSONNumber(s string) bool {
 	}
 	return i == len(s)
 }
+
+// plainDecimal writes a number the driver gave in scientific notation (it
+// does so for a NUMERIC whose value is under 1e-6, 0 included:
+// NUMERIC(18,8) 0 is "0E-8", 0.00000012 is "1.2E-7") with its digits and
+// scale, as the driver writes the others: "0.00000000", "0.00000012".
+func plainDecimal(s string) (string, bool) {
+	mantissa, exp, ok := strings.Cut(s, "E")
+	if !ok {
+		return "", false
+	}
+	sign := ""
+	if rest, neg := strings.CutPrefix(mantissa, "-"); neg {
+		sign, mantissa = "-", rest
+	}
+	whole, frac, _ := strings.Cut(mantissa, ".")
+	adjusted, err := strconv.Atoi(exp)
+	digits := whole + frac
+	// The exponent of the last digit: the scale, negated.
+	e := adjusted - len(frac)
+	if err != nil || len(whole) != 1 || e < -maxScale || e > 0 || strings.Trim(digits, "0123456789") != "" {
+		return "", false
+	}
+	if n := -e; len(digits) > n {
+		return sign + digits[:len(digits)-n] + "." + digits[len(digits)-n:], true
+	}
+	return sign + "0." + strings.Repeat("0", -e-len(digits)) + digits, true
+}
+
+// maxScale is the largest scale of a Firebird NUMERIC (38, from Firebird 4).
+const maxScale = 38
 
 const hex = "0123456789abcdef"
 

@@ -26,6 +26,12 @@ func TestEncoderValues(t *testing.T) {
 		{"exact decimal", Decimal, "98765432109876.5432", `98765432109876.5432`},
 		{"negative decimal", Decimal, "-0.50", `-0.50`},
 		{"decimal the grammar refuses is quoted", Decimal, ".5", `".5"`},
+		// The driver writes a NUMERIC under 1e-6 in scientific notation.
+		{"zero of scale 8", Decimal, "0E-8", `0.00000000`},
+		{"small decimal", Decimal, "1.2E-7", `0.00000012`},
+		{"small negative decimal", Decimal, "-1.2345E-7", `-0.00000012345`},
+		{"scientific with a positive exponent is quoted", Decimal, "5E+2", `"5E+2"`},
+		{"not a number is quoted", Decimal, "xE-8", `"xE-8"`},
 		{"integer", Integer, int64(-9223372036854775808), `-9223372036854775808`},
 		{"double", Float64, 0.1, `0.1`},
 		{"large double", Float64, 1e300, `1e+300`},
