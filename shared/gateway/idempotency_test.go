@@ -309,6 +309,33 @@ func TestExpiredKeysRunAnew(t *testing.T) {
 	}
 }
 
+// TestKeysExpireInAnyTimezone: an instance whose session is in another zone
+// keeps its keys for their TTL, no less and no more: the claim's time is
+// stored in UTC, whatever zone the connection reads TIMESTAMPs in.
+func TestKeysExpireInAnyTimezone(t *testing.T) {
+	for _, zone := range []string{"Asia/Kolkata", "America/Bogota"} {
+		t.Run(zone, func(t *testing.T) {
+			cfg := fbtest.Demo(t)
+			cfg.Timezone = zone
+			admin := setupKeys(t, cfg)
+			e := newEnv(t, gateway.Config{KeyTTL: time.Hour}, map[string]any{"demo": tenants.Instance{Connection: cfg, Idempotency: true}})
+			token := fbtest.Token(t, e.acc, "demo")
+			code := fmt.Sprintf("Z%d", time.Now().UnixNano()%1e12)
+			key := "tz-" + code
+			first := postKeyed(t, e.h, token, key, pago(code, 1))
+			if again := postKeyed(t, e.h, token, key, pago(code, 1)); first.status != 200 || again.replayed != "true" || again.body != first.body {
+				t.Fatalf("within the TTL: %+v, then %+v", first, again)
+			}
+			if _, err := admin.Exec(`UPDATE `+idempotency.KeyTable+` SET CREATED_AT = DATEADD(-61 MINUTE TO CREATED_AT) WHERE IDEM_KEY = ?`, key); err != nil {
+				t.Fatal(err)
+			}
+			if r := postKeyed(t, e.h, token, key, pago(code, 1)); r.status != 200 || r.replayed != "" || !strings.Contains(r.body, `"VECES":2`) {
+				t.Fatalf("past the TTL: %+v", r)
+			}
+		})
+	}
+}
+
 // TestSweepGoesThroughTheTable: sweeps, each after a keyed write and each
 // examining a bounded batch, remove every expired key of a table of any
 // size and no other: 1,200 keys of three scopes here, half of them expired,

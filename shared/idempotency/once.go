@@ -275,7 +275,7 @@ func (d *Database) kept(ctx context.Context, t erp.Target, k erp.Key) (fingerpri
 		ok = true
 		fingerprint, _ = row[0].(string)
 		answer, _ = row[1].([]byte)
-		created, _ = row[2].(time.Time)
+		created = claimed(row[2])
 		return nil
 	})
 	if err != nil || !ok {
@@ -343,6 +343,17 @@ type Kept struct {
 	Answer []byte
 }
 
+// claimed is the time a key was claimed, as its CREATED_AT column reads:
+// the claim wrote the time's UTC digits, and the driver reads them in the
+// connection's zone (erp.Connection.Timezone).
+func claimed(v any) time.Time {
+	t, ok := v.(time.Time)
+	if !ok {
+		return time.Time{}
+	}
+	return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
+}
+
 // Show reads the rows kept under key, in every scope, their answers in the
 // frame newAnswer gives (the gateway's).
 func (d *Database) Show(ctx context.Context, t erp.Target, key string, newAnswer func() *record.Encoder) ([]Kept, error) {
@@ -353,7 +364,7 @@ func (d *Database) Show(ctx context.Context, t erp.Target, key string, newAnswer
 			k.Scope, _ = v[0].(string)
 			k.Key, _ = v[1].(string)
 			k.Clave, _ = v[2].(string)
-			k.Created, _ = v[3].(time.Time)
+			k.Created = claimed(v[3])
 			kept, _ := v[4].([]byte)
 			k.Answer = bytes.Clone(kept)
 			if bytes.HasPrefix(kept, []byte(keptMark)) {
