@@ -193,10 +193,14 @@ func (p *Pools) abandon(instance, id string) {
 	h := p.hunting(instance)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.abandoned = append(h.abandoned, id)
-	if len(h.abandoned) > abandonedMax {
-		h.abandoned = h.abandoned[len(h.abandoned)-abandonedMax:]
-	}
+	h.remember(append(h.abandoned, id))
+}
+
+// remember keeps the newest abandonedMax of ids, oldest first, as the ids
+// the next hunt cancels: more would not fit the hunt's parameter, and fail
+// every hunt after. h.mu is held.
+func (h *hunting) remember(ids []string) {
+	h.abandoned = ids[max(0, len(ids)-abandonedMax):]
 }
 
 // Hunt cancels the orphans of ours on the instance's database and reports
@@ -230,7 +234,7 @@ func (p *Pools) Hunt(ctx context.Context, t erp.Target) int {
 	defer h.mu.Unlock()
 	if err != nil && !errors.Is(err, errHuntRefused) {
 		// Not run: the ids wait for the next hunt.
-		h.abandoned = append(ids, h.abandoned...)
+		h.remember(append(ids, h.abandoned...))
 	}
 	h.cancelled = len(found)
 	close(h.running)

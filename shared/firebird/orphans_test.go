@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/url"
 	"regexp"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -70,5 +72,20 @@ func TestLockWaitsAreToldFromRefusals(t *testing.T) {
 				t.Fatalf("refused %v, ErrLocked %v", refused, locked)
 			}
 		})
+	}
+}
+
+// TestAbandonedIdsStayBounded: ids put back by a hunt that did not run are
+// bounded as new ones are, so the next hunt's parameter still holds them.
+func TestAbandonedIdsStayBounded(t *testing.T) {
+	var h hunting
+	for i := range 3 * abandonedMax {
+		h.remember(append(h.abandoned, newConnID()))
+		if i%10 == 0 {
+			h.remember(append(slices.Clone(h.abandoned), h.abandoned...)) // a failed hunt's ids back
+		}
+	}
+	if n, text := len(h.abandoned), strings.Join(h.abandoned, " "); n != abandonedMax || len(text) > 2000 {
+		t.Fatalf("%d ids, %d characters; the hunt's parameter holds 2000", n, len(text))
 	}
 }
