@@ -47,6 +47,9 @@ func TestLimitCountsWork(t *testing.T) {
 			return 0
 		}
 		resp.Body.Close()
+		if resp.StatusCode == http.StatusTooManyRequests && len(resp.Header.Get("X-Request-Id")) != 32 {
+			t.Errorf("a 429 without its request id: %v", resp.Header)
+		}
 		return resp.StatusCode
 	}
 	var wg sync.WaitGroup

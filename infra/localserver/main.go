@@ -132,6 +132,7 @@ func limit(h http.Handler, n int, maxBody int64) http.Handler {
 			h.ServeHTTP(w, r)
 		default:
 			gateway.SetAnswerHeaders(w.Header())
+			w.Header().Set("X-Request-Id", gateway.NewRequestID())
 			w.Header().Set("Content-Length", strconv.Itoa(len(busy)))
 			w.Header().Set("Retry-After", "1")
 			w.WriteHeader(erp.CodeThrottled.Status())

@@ -168,7 +168,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	ids, ok := requestIDsOf(ctx)
 	if !ok {
-		ids.API = newRequestID()
+		ids.API = NewRequestID()
 		ctx = WithRequestIDs(ctx, ids)
 	}
 	// The id an integrator's support ticket can quote.

@@ -35,7 +35,9 @@ func requestIDsOf(ctx context.Context) (RequestIDs, bool) {
 	return ids, ok && ids.API != ""
 }
 
-func newRequestID() string {
+// NewRequestID makes a request's id where API Gateway gives none (the local
+// server): what its answer's X-Request-Id says.
+func NewRequestID() string {
 	b := make([]byte, 16)
 	rand.Read(b) //nolint:errcheck // crypto/rand.Read never fails
 	return hex.EncodeToString(b)
