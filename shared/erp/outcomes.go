@@ -61,6 +61,11 @@ var (
 	// link left behind that is not cancelled yet). Nothing was written. The
 	// database answered: it is up.
 	ErrLocked = &Fault{text: "database unavailable: records the call writes are locked by another transaction", Code: CodeUnavailable, Advice: "try again in a moment", of: ErrUnavailable}
+	// ErrBusy: every connection the gateway may open to the database was
+	// busy with other calls until the call's deadline (a pool of a few,
+	// held by slow clients' streams or a burst). Nothing ran; it says
+	// nothing of the database's health.
+	ErrBusy = &Fault{text: "database unavailable: every connection to it is busy", Code: CodeUnavailable, Advice: "try again in a moment", of: ErrUnavailable}
 	// ErrOutcomeUnknown: a write's commit was sent and never answered; it
 	// may or may not have been committed.
 	ErrOutcomeUnknown = &Fault{text: "the outcome of the write is unknown", Code: CodeOutcomeUnknown, Down: true, Advice: "read the record before retrying"}
@@ -83,7 +88,7 @@ var (
 
 // Faults lists every fault, for the tests that hold each one's answer.
 func Faults() []*Fault {
-	return []*Fault{ErrUnavailable, ErrCredentials, ErrCannotRun, ErrLocked, ErrOutcomeUnknown, ErrKeyReused,
+	return []*Fault{ErrUnavailable, ErrCredentials, ErrCannotRun, ErrLocked, ErrBusy, ErrOutcomeUnknown, ErrKeyReused,
 		ErrPaused, ErrTooManyRows, ErrAnswerTooLarge, ErrKeptTooLarge, ErrKeyInProgress}
 }
 

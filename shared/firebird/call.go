@@ -169,8 +169,15 @@ var errRetired = errors.New("firebird: connection retired")
 // once runs use on one connection of the pool, and counts its round trips,
 // the connection's attachment included when use is its first.
 func (cur *pool) once(ctx context.Context, use func(*conn) error) error {
+	st := cur.db.Stats()
+	full := st.MaxOpenConnections > 0 && st.InUse >= st.MaxOpenConnections
 	sc, err := cur.db.Conn(ctx)
 	if err != nil {
+		if full && ctx.Err() != nil {
+			// It waited for a connection other calls held, and the
+			// database may be serving them well.
+			return fmt.Errorf("%w: %w", erp.ErrBusy, context.Cause(ctx))
+		}
 		return err
 	}
 	defer sc.Close() // back to the pool, or closed if the call left it broken

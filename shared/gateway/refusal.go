@@ -114,6 +114,9 @@ func (h *Handler) refuse(ctx context.Context, t erp.Target, s subject, err error
 	case errors.Is(err, erp.ErrLocked):
 		h.log.WarnContext(ctx, "records locked by another transaction", "instance", t.Instance, "what", s.what(), "err", err)
 		msg, retry = fmt.Sprintf("%s could not run %s%s: records it writes are locked by another transaction that has not ended%s", db, s.what(), s.at(), s.nothing()), time.Second
+	case errors.Is(err, erp.ErrBusy):
+		h.log.WarnContext(ctx, "every connection to the database busy", "instance", t.Instance, "what", s.what(), "err", err)
+		msg, retry = fmt.Sprintf("every connection to %s was busy with other calls until %s's deadline%s", db, s.what(), s.nothing()), time.Second
 	case errors.Is(err, erp.ErrCannotRun):
 		h.log.ErrorContext(ctx, "database cannot run the operation", "instance", t.Instance, "what", s.what(), "err", err)
 		why := "its procedure is missing, changed or not granted"

@@ -227,8 +227,9 @@ func (h *Handler) breaker(ctx context.Context, t erp.Target, call func(context.C
 func (h *Handler) verdict(err error, took, limit time.Duration) verdict {
 	f := erp.FaultOf(err)
 	switch {
-	case errors.Is(err, context.Canceled):
-		// Neither the database's health nor its failure: a call that
+	case errors.Is(err, context.Canceled) || errors.Is(err, erp.ErrBusy):
+		// Neither the database's health nor its failure (the client left,
+		// or the call waited for a connection others held): a call that
 		// counts for nothing, where "answered" would close the breaker.
 		return refused
 	case f == nil || !f.Down:

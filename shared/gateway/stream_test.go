@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/erp-gateway/gateway/shared/fbtest"
+	"github.com/erp-gateway/gateway/shared/firebird"
 	"github.com/erp-gateway/gateway/shared/gateway"
 )
 
@@ -172,4 +173,43 @@ func TestStreamDeadline(t *testing.T) {
 		t.Fatalf("the next request: %d %v", other.resp.StatusCode, other.readErr)
 	}
 	t.Logf("cut after %d bytes: %v", len(body), err)
+}
+
+// TestSlowClientsDoNotPauseTheirInstance: while clients that do not read
+// hold every connection of their instance's pool with their streams, other
+// calls wait until their deadline and are told the connections are busy,
+// retry in a moment; the database is well, so the breaker stays closed,
+// and a call is served as soon as a connection is free.
+func TestSlowClientsDoNotPauseTheirInstance(t *testing.T) {
+	demo := fbtest.Demo(t)
+	fbtest.CreateList(t, demo)
+	const timeout = 400 * time.Millisecond
+	e := newEnvOpts(t, gateway.Config{Timeout: timeout, StreamAbove: 64 << 10, StreamTimeout: time.Minute, Breaker: gateway.BreakerConfig{Failures: 3, CoolDown: time.Minute}},
+		firebird.Options{MaxConns: 1}, map[string]any{"demo": anonymous(demo)})
+	srv := httptest.NewServer(e.h)
+	t.Cleanup(srv.Close)
+	url := srv.URL + path("demo", "executequery")
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"CLAVE":"Get_Lista","N":"200000"}`))
+	slow, err := streamClient.Do(req) // and never read
+	if err != nil || slow.StatusCode != 200 {
+		t.Fatalf("the slow client's stream: %v %v", err, slow)
+	}
+	for i := range 5 {
+		f := fetch(t, url, `{"CLAVE":"Get_Lista","N":"1"}`, nil)
+		if f.resp.StatusCode != 503 || !strings.Contains(string(f.body), `"cod_error":1201`) || !strings.Contains(string(f.body), "busy") || f.resp.Header.Get("Retry-After") == "" {
+			t.Fatalf("call %d while the pool is held: %d %s", i+1, f.resp.StatusCode, f.body)
+		}
+	}
+	slow.Body.Close() // the slow client leaves: its stream ends, its connection is free
+	start := time.Now()
+	for {
+		f := fetch(t, url, `{"CLAVE":"Get_Lista","N":"1"}`, nil)
+		if f.resp.StatusCode == 200 {
+			break
+		}
+		if strings.Contains(string(f.body), `"cod_error":1205`) || time.Since(start) > 5*time.Second {
+			t.Fatalf("after the slow client left: %d %s", f.resp.StatusCode, f.body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
