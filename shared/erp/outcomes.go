@@ -65,7 +65,7 @@ var (
 	// busy with other calls until the call's deadline (a pool of a few,
 	// held by slow clients' streams or a burst). Nothing ran; it says
 	// nothing of the database's health.
-	ErrBusy = &Fault{text: "database unavailable: every connection to it is busy", Code: CodeUnavailable, Advice: "try again in a moment", of: ErrUnavailable}
+	ErrBusy = &Fault{text: "database unavailable: every connection to it is busy", Code: CodeUnavailable, Advice: ErrLocked.Advice, of: ErrUnavailable}
 	// ErrOutcomeUnknown: a write's commit was sent and never answered; it
 	// may or may not have been committed.
 	ErrOutcomeUnknown = &Fault{text: "the outcome of the write is unknown", Code: CodeOutcomeUnknown, Down: true, Advice: "read the record before retrying"}

@@ -169,13 +169,14 @@ var errRetired = errors.New("firebird: connection retired")
 // once runs use on one connection of the pool, and counts its round trips,
 // the connection's attachment included when use is its first.
 func (cur *pool) once(ctx context.Context, use func(*conn) error) error {
-	st := cur.db.Stats()
-	full := st.MaxOpenConnections > 0 && st.InUse >= st.MaxOpenConnections
+	full := cur.full()
 	sc, err := cur.db.Conn(ctx)
 	if err != nil {
-		if full && ctx.Err() != nil {
-			// It waited for a connection other calls held, and the
-			// database may be serving them well.
+		if ctx.Err() != nil && (full || cur.full()) {
+			// It waited for a connection other calls held (when it
+			// came, or when its time was up: a burst queues behind the
+			// calls ahead of it), and the database may be serving them
+			// well.
 			return fmt.Errorf("%w: %w", erp.ErrBusy, context.Cause(ctx))
 		}
 		return err
@@ -195,6 +196,13 @@ func (cur *pool) once(ctx context.Context, use func(*conn) error) error {
 		}()
 		return use(c)
 	})
+}
+
+// full reports whether every connection the pool may open is taken
+// (connecting ones included).
+func (cur *pool) full() bool {
+	st := cur.db.Stats()
+	return st.MaxOpenConnections > 0 && st.InUse >= st.MaxOpenConnections
 }
 
 // call runs body on the connection and leaves no transaction of consequence

@@ -106,6 +106,9 @@ func (d *Database) Run(ctx context.Context, t erp.Target, q *calls.Sequence, k *
 		switch {
 		case erp.DuplicateOf(err) == KeyTable:
 			return taken, nil
+		case errors.Is(err, erp.ErrBusy):
+			// It never had a connection: nothing ran, nothing to find out.
+			return ran, err
 		case err != nil && wait.Err() != nil && ctx.Err() == nil:
 			return outwaited, nil
 		}
@@ -266,23 +269,22 @@ func (d *Database) probeOnce(ctx context.Context, t erp.Target, k erp.Key) (foun
 // kept reads the key's row, ok when it is there to read. An expired one is
 // removed and reported expired, so the key runs anew.
 func (d *Database) kept(ctx context.Context, t erp.Target, k erp.Key) (fingerprint string, answer []byte, ok, expired bool, err error) {
-	var created time.Time
+	cutoff := time.Now().UTC().Add(-k.TTL)
 	err = d.store.Transact(ctx, t, calls.ReadOnly, nil, func(ctx context.Context, tx calls.Tx) error {
-		row, err := tx.Row(ctx, keptSQL, []any{k.Scope, k.Key})
+		row, err := tx.Row(ctx, keptSQL, []any{cutoff, k.Scope, k.Key})
 		if err != nil || row == nil {
 			return err
 		}
 		ok = true
 		fingerprint, _ = row[0].(string)
 		answer, _ = row[1].([]byte)
-		created = claimed(row[2])
+		expired = fmt.Sprint(row[2]) == "1"
 		return nil
 	})
 	if err != nil || !ok {
 		return "", nil, false, false, err
 	}
-	cutoff := time.Now().UTC().Add(-k.TTL)
-	if created.Before(cutoff) {
+	if expired {
 		err = d.store.Transact(ctx, t, calls.ReadWrite, nil, func(ctx context.Context, tx calls.Tx) error {
 			return tx.Exec(ctx, expireSQL, []any{k.Scope, k.Key, cutoff}, false)
 		})
@@ -343,28 +345,20 @@ type Kept struct {
 	Answer []byte
 }
 
-// claimed is the time a key was claimed, as its CREATED_AT column reads:
-// the claim wrote the time's UTC digits, and the driver reads them in the
-// connection's zone (erp.Connection.Timezone).
-func claimed(v any) time.Time {
-	t, ok := v.(time.Time)
-	if !ok {
-		return time.Time{}
-	}
-	return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
-}
-
 // Show reads the rows kept under key, in every scope, their answers in the
 // frame newAnswer gives (the gateway's).
 func (d *Database) Show(ctx context.Context, t erp.Target, key string, newAnswer func() *record.Encoder) ([]Kept, error) {
 	var rows []Kept
 	err := d.store.Transact(ctx, t, calls.ReadOnly, nil, func(ctx context.Context, tx calls.Tx) error {
-		return tx.Each(ctx, "SELECT SCOPE, IDEM_KEY, CLAVE, CREATED_AT, COALESCE(ANSWER, ANSWER_LONG) FROM "+KeyTable+" WHERE IDEM_KEY = ? ORDER BY SCOPE", []any{key}, func(v []any) error {
+		// CREATED_AT as its text: UTC digits, where the driver would read
+		// them in the connection's time zone.
+		return tx.Each(ctx, "SELECT SCOPE, IDEM_KEY, CLAVE, CAST(CREATED_AT AS VARCHAR(24)), COALESCE(ANSWER, ANSWER_LONG) FROM "+KeyTable+" WHERE IDEM_KEY = ? ORDER BY SCOPE", []any{key}, func(v []any) error {
 			var k Kept
 			k.Scope, _ = v[0].(string)
 			k.Key, _ = v[1].(string)
 			k.Clave, _ = v[2].(string)
-			k.Created = claimed(v[3])
+			created, _ := v[3].(string)
+			k.Created, _ = time.Parse("2006-01-02 15:04:05.0000", created)
 			kept, _ := v[4].([]byte)
 			k.Answer = bytes.Clone(kept)
 			if bytes.HasPrefix(kept, []byte(keptMark)) {
