@@ -73,12 +73,10 @@ func keptCode(p catalog.DBParam) byte {
 	case "SMALLINT", "INTEGER", "BIGINT":
 		return keptInteger
 	case "NUMERIC", "DECIMAL":
-		// The driver writes a number below 1e-6 in scientific notation,
-		// which the server's text never is: more than 6 decimals could
-		// hold one.
-		if p.Scale <= 6 {
-			return keptDecimal
-		}
+		// Any scale: the server's text of a value has its digits and
+		// scale, as the answer does (the driver's scientific notation of a
+		// number below 1e-6 is written out: record.plainDecimal).
+		return keptDecimal
 	case "DATE":
 		return keptDate
 	case "TIME":

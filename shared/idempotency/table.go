@@ -61,8 +61,11 @@ const (
 	// KeptMax bounds a kept answer, checked before the commit: a key must
 	// not let a write keep megabytes in the customer's database (a batch's
 	// reads, say). Over it the write is refused and nothing is written.
-	KeptMax   = 1 << 20
-	keptSQL   = "SELECT REQUEST_HASH, COALESCE(ANSWER, ANSWER_LONG), CREATED_AT FROM " + KeyTable + " WHERE SCOPE = ? AND IDEM_KEY = ?"
+	KeptMax = 1 << 20
+	// keptSQL compares the claim's time with a cutoff in the database, as
+	// expireSQL and the sweep do: both are UTC digits there, where the
+	// driver would read CREATED_AT in the connection's time zone.
+	keptSQL   = "SELECT REQUEST_HASH, COALESCE(ANSWER, ANSWER_LONG), IIF(CREATED_AT < ?, 1, 0) FROM " + KeyTable + " WHERE SCOPE = ? AND IDEM_KEY = ?"
 	expireSQL = "DELETE FROM " + KeyTable + " WHERE SCOPE = ? AND IDEM_KEY = ? AND CREATED_AT < ?"
 	// sweepSQL examines the next keys after a position, in the primary
 	// key's order (the table has no index on time: one would cost every
