@@ -24,7 +24,8 @@ type Sequence struct {
 	Execute bool
 	// Dry: run everything, then roll back (Prefer: tx=rollback).
 	Dry bool
-	// MaxAnswer bounds a batch's whole answer, in bytes.
+	// MaxAnswer bounds a batch's whole answer, as Lambda counts it
+	// (record.StringSize).
 	MaxAnswer int
 	// stepByStep: the store cannot run this batch's writes as one
 	// statement (Tx.Document), so they run one by one.

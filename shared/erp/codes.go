@@ -76,8 +76,8 @@ const (
 	OutcomeUnavailable  Outcome = "unavailable"
 	OutcomeInternal     Outcome = "internal"
 	// OutcomeCut: a streamed answer ended after its first byte (its status
-	// sent), by a deadline, a lost connection or a row limit; the client
-	// got a body no JSON parser accepts.
+	// sent), by a deadline, a lost connection, a row limit or the
+	// procedure's refusal; the client got a body no JSON parser accepts.
 	OutcomeCut Outcome = "cut"
 )
 

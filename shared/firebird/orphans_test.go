@@ -3,9 +3,9 @@ package firebird
 import (
 	"context"
 	"errors"
+	"net"
 	"net/url"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -75,16 +75,46 @@ func TestLockWaitsAreToldFromRefusals(t *testing.T) {
 	}
 }
 
-// TestAbandonedIdsStayBounded: ids put back by a hunt that did not run are
-// bounded as new ones are, so the next hunt's parameter still holds them.
+// TestAbandonedIdsStayBounded: the ids a hunt took back when it could not
+// run (a database that does not answer), with those abandoned meanwhile,
+// are bounded as new ones are, so the next hunt's parameter holds them.
 func TestAbandonedIdsStayBounded(t *testing.T) {
-	var h hunting
-	for i := range 3 * abandonedMax {
-		h.remember(append(h.abandoned, newConnID()))
-		if i%10 == 0 {
-			h.remember(append(slices.Clone(h.abandoned), h.abandoned...)) // a failed hunt's ids back
-		}
+	frozen, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer frozen.Close()
+	go func() {
+		for {
+			c, err := frozen.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // accepted, never answered
+		}
+	}()
+	p := NewPools(Options{})
+	defer p.Close()
+	out := erp.Target{Instance: "x", Connection: erp.Connection{Host: "127.0.0.1", Port: frozen.Addr().(*net.TCPAddr).Port, Database: "/x.fdb", User: "u", Password: "p"}}
+	for range abandonedMax {
+		p.abandon(out.Instance, newConnID())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	hunted := make(chan struct{})
+	go func() { defer close(hunted); p.Hunt(ctx, out) }()
+	h := p.hunting(out.Instance)
+	for taken := false; !taken; time.Sleep(time.Millisecond) { // until the hunt took them
+		h.mu.Lock()
+		taken = len(h.abandoned) == 0
+		h.mu.Unlock()
+	}
+	for range abandonedMax {
+		p.abandon(out.Instance, newConnID())
+	}
+	<-hunted
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if n, text := len(h.abandoned), strings.Join(h.abandoned, " "); n != abandonedMax || len(text) > 2000 {
 		t.Fatalf("%d ids, %d characters; the hunt's parameter holds 2000", n, len(text))
 	}

@@ -340,7 +340,7 @@ func TestAMaintenanceShutdownIsNotHeldBack(t *testing.T) {
 		return mm.OnlineEx(admin.Database, firebirdsql.OperationModeNormal)
 	}
 	t.Cleanup(func() {
-		if err := online(); shut && err != nil {
+		if was, err := shut, online(); was && err != nil {
 			t.Errorf("bringing the database online again: %v", err)
 		}
 	})

@@ -148,6 +148,9 @@ func plainDecimal(s string) (string, bool) {
 	if err != nil || len(whole) != 1 || e < -maxScale || e > 0 || strings.Trim(digits, "0123456789") != "" {
 		return "", false
 	}
+	if e == 0 {
+		return sign + digits, true
+	}
 	if n := -e; len(digits) > n {
 		return sign + digits[:len(digits)-n] + "." + digits[len(digits)-n:], true
 	}

@@ -30,6 +30,7 @@ func TestEncoderValues(t *testing.T) {
 		{"zero of scale 8", Decimal, "0E-8", `0.00000000`},
 		{"small decimal", Decimal, "1.2E-7", `0.00000012`},
 		{"small negative decimal", Decimal, "-1.2345E-7", `-0.00000012345`},
+		{"scientific of a whole number", Decimal, "1.5E+1", `15`},
 		{"scientific with a positive exponent is quoted", Decimal, "5E+2", `"5E+2"`},
 		{"not a number is quoted", Decimal, "xE-8", `"xE-8"`},
 		{"integer", Integer, int64(-9223372036854775808), `-9223372036854775808`},
