@@ -3,7 +3,6 @@ package firebird
 import (
 	"context"
 	"errors"
-	"net"
 	"net/url"
 	"regexp"
 	"strings"
@@ -79,23 +78,9 @@ func TestLockWaitsAreToldFromRefusals(t *testing.T) {
 // run (a database that does not answer), with those abandoned meanwhile,
 // are bounded as new ones are, so the next hunt's parameter holds them.
 func TestAbandonedIdsStayBounded(t *testing.T) {
-	frozen, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer frozen.Close()
-	go func() {
-		for {
-			c, err := frozen.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close() // accepted, never answered
-		}
-	}()
 	p := NewPools(Options{})
 	defer p.Close()
-	out := erp.Target{Instance: "x", Connection: erp.Connection{Host: "127.0.0.1", Port: frozen.Addr().(*net.TCPAddr).Port, Database: "/x.fdb", User: "u", Password: "p"}}
+	out := erp.Target{Instance: "x", Connection: erp.Connection{Host: "127.0.0.1", Port: hang(t), Database: "/x.fdb", User: "u", Password: "p"}}
 	for range abandonedMax {
 		p.abandon(out.Instance, newConnID())
 	}

@@ -333,21 +333,11 @@ func TestMalformedRequests(t *testing.T) {
 }
 
 func TestUnavailableDatabaseAnswers503WithoutSecrets(t *testing.T) {
-	// A listener that accepts and never answers: a frozen server.
-	frozen, err := net.Listen("tcp", "127.0.0.1:0")
+	frozen, err := fbtest.Hang()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer frozen.Close()
-	go func() {
-		for {
-			c, err := frozen.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-		}
-	}()
 	frozenPort := frozen.Addr().(*net.TCPAddr).Port
 
 	good := fbtest.Demo(t)

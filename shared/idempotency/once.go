@@ -278,7 +278,7 @@ func (d *Database) kept(ctx context.Context, t erp.Target, k erp.Key) (fingerpri
 		ok = true
 		fingerprint, _ = row[0].(string)
 		answer, _ = row[1].([]byte)
-		expired = fmt.Sprint(row[2]) == "1"
+		expired = row[2] == int64(1)
 		return nil
 	})
 	if err != nil || !ok {
