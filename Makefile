@@ -31,7 +31,7 @@ export FB_TEST_READER_PASSWORD ?= reader-demo
 .DEFAULT_GOAL := help
 help:
 	@echo "make run | make test | make serve ADDR=host:port INSTANCES=file ACCESS=file [BASE_PATH=/erp] | make bench | make lint"
-	@echo "make roundtrips | make coldstart | make load | make fuzz [FUZZTIME=30s] | make build [CATALOG=file] | make deploy | make local-api | make token INSTANCE=name [SIGNING_KEY=file] [READ_ONLY=1] [CLAVES=a,b] [EXPIRES=YYYY-MM-DD|never] | make token-key [ID=id] | make demo-reset   (infra/README.md)"
+	@echo "make roundtrips | make coldstart | make load | make fuzz [FUZZTIME=30s] | make build [CATALOG=file] | make deploy | make local-api | make token INSTANCE=name [SIGNING_KEY=file] [ACCESS=file|ACCESS_SECRET=id] [READ_ONLY=1] [CLAVES=a,b] [EXPIRES=YYYY-MM-DD|never] | make token-key [ID=id] | make demo-reset   (infra/README.md)"
 	@echo "make openapi | make check | make doctor | make catalog-from-db | make idempotency-sql [USER=GATEWAY] | make kept INSTANCE=name KEY=key   (infra/docs/catalog.md)"
 
 # Mint a bearer token for INSTANCE with a signing key: a file (SIGNING_KEY,
@@ -39,14 +39,16 @@ help:
 # functions cannot read. READ_ONLY=1, CLAVES=a,b (checked against
 # CATALOG=file, else the built-in catalog) and EXPIRES=YYYY-MM-DD limit the
 # token (a year when not given; EXPIRES=never for none; infra/docs/configuration.md, "Tokens").
+# ACCESS=file or ACCESS_SECRET=id: check the token with that access document.
 token:
 	@$(call TOOL,minttoken) -instance '$(INSTANCE)' $(if $(SIGNING_KEY_SECRET),-signing-key-secret '$(SIGNING_KEY_SECRET)',-signing-key '$(or $(SIGNING_KEY),$(DEMO_SIGNING_KEY))') \
-		$(if $(READ_ONLY),-read-only) $(if $(CLAVES),-claves '$(CLAVES)') $(if $(EXPIRES),-expires '$(EXPIRES)') $(if $(TOOLS_CATALOG),-catalog '$(TOOLS_CATALOG)')
+		$(if $(READ_ONLY),-read-only) $(if $(CLAVES),-claves '$(CLAVES)') $(if $(EXPIRES),-expires '$(EXPIRES)') $(if $(TOOLS_CATALOG),-catalog '$(TOOLS_CATALOG)') \
+		$(if $(ACCESS),-access '$(ACCESS)') $(if $(ACCESS_SECRET),-access-secret '$(ACCESS_SECRET)')
 
 # A new signing key, ID=its id (a date, say), and the public key the access
 # document holds for it (rotation: infra/docs/configuration.md, "Tokens").
 token-key:
-	@$(call TOOL,minttoken) -new-key '$(or $(ID),$(shell date +%Y-%m))'
+	@$(call TOOL,minttoken) -new-key '$(or $(ID),$(shell date -u +%Y-%m-%d-%H%M))'
 
 .PHONY: help fuzz coldstart roundtrips token token-key load-neighbour load-slow run serve test bench load lint demo-db demo-reset firebird test-db build deploy local-api build-ExecuteQueryFunction build-ExecuteFunction build-ExecuteQueryHookFunction build-ExecuteHookFunction check-catalog catalog-from-db doctor openapi check idempotency-sql kept
 

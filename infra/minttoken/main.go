@@ -43,8 +43,15 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	expires := fs.String("expires", "", "last day the token works (YYYY-MM-DD, through 23:59:59 UTC), an RFC 3339 instant, a duration from now (2h), or never (default: a year from today)")
 	onlyToken := fs.Bool("only-token", false, "print the token alone (make deploy's hook token)")
 	catalogFile := fs.String("catalog", "", "catalog the CLAVEs are checked against (default: the built-in one)")
+	accessFile := fs.String("access", "", "access document file: check that the token opens its instance with it")
+	accessSecret := fs.String("access-secret", "", "Secrets Manager id of the access document (AWS): check that the token opens its instance with it")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	// The flag package stops at the first word that is not a flag: what
+	// follows it, a limit among them, would be dropped without a word.
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%q is not a flag: every value follows its flag (-expires 2h)", fs.Arg(0))
 	}
 	if *newKey != "" {
 		signer, err := access.NewSigner(*newKey)
@@ -62,7 +69,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	data, err := load(ctx, *file, *secret)
+	data, err := load(ctx, *file, *secret, "-signing-key")
 	if err != nil {
 		return err
 	}
@@ -77,6 +84,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	opens := ""
+	if *accessFile != "" || *accessSecret != "" {
+		if opens, err = check(ctx, *accessFile, *accessSecret, *instance, token); err != nil {
+			return err
+		}
+	}
 	if *onlyToken {
 		fmt.Fprintln(out, token)
 		return nil
@@ -87,7 +100,34 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if *claves != "" {
 		fmt.Fprintf(out, "its CLAVEs were checked against %s\n", cmp.Or(*catalogFile, "the specification's built-in catalog"))
 	}
+	if opens != "" {
+		fmt.Fprintln(out, opens)
+	}
+	if signer.PublicKey() == access.DemoKey {
+		fmt.Fprintln(out, "note: signed with the demo key, which is public: only make run's local server accepts it; a deployment refuses it (1207)")
+	}
 	return nil
+}
+
+// check verifies token with the access document the deployment reads, so
+// that an edit of the document is checked before an integrator meets it.
+func check(ctx context.Context, file, secret, instance, token string) (string, error) {
+	data, err := load(ctx, file, secret, "-access")
+	if err != nil {
+		return "", err
+	}
+	doc, err := access.Parse(data)
+	if err != nil {
+		return "", err
+	}
+	if _, err := doc.Verify(instance, token); err != nil {
+		return "", fmt.Errorf("the access document does not open instance %s with this token (%w): add the signing key's public key to its \"keys\"", instance, err)
+	}
+	what := "the access document " + cmp.Or(file, secret)
+	if doc.HoldsDemoKey() {
+		what += ", which holds the public demo key: a deployment reading it refuses every token (1207)"
+	}
+	return "it opens instance " + instance + " with " + what, nil
 }
 
 // parseLimits reads the flags that narrow a token. CLAVEs are checked
@@ -154,10 +194,11 @@ func describe(l erp.Limits) string {
 	return what + ", until " + l.Expires.Format(time.RFC3339) + " (UTC)"
 }
 
-func load(ctx context.Context, file, secret string) ([]byte, error) {
+// load reads what flag (and flag-secret) name: a file or a secret.
+func load(ctx context.Context, file, secret, flag string) ([]byte, error) {
 	switch {
 	case file != "" && secret != "":
-		return nil, errors.New("give -signing-key or -signing-key-secret, not both")
+		return nil, fmt.Errorf("give %s or %s-secret, not both", flag, flag)
 	case file != "":
 		return os.ReadFile(file)
 	case secret != "":
@@ -167,5 +208,5 @@ func load(ctx context.Context, file, secret string) ([]byte, error) {
 		}
 		return tenants.SecretString(ctx, secretsmanager.NewFromConfig(cfg), secret)
 	}
-	return nil, errors.New("give -signing-key FILE or -signing-key-secret ID: where the signing key is")
+	return nil, fmt.Errorf("give %s FILE or %s-secret ID", flag, flag)
 }

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/erp-gateway/gateway/shared/access"
+	"github.com/erp-gateway/gateway/shared/awstest"
 	"github.com/erp-gateway/gateway/shared/erp"
 )
 
@@ -105,5 +107,67 @@ func TestNewKeyMintsWhatItsPublicKeyVerifies(t *testing.T) {
 	}
 	if _, err := doc.Verify("acme", token); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestChecksTheAccessDocument: with -access (a file) or -access-secret (a
+// secret, through the SDK), the token minted is verified with the
+// document the deployment reads, so an edit of it is checked before an
+// integrator meets it; a word that is not a flag is refused, never
+// dropped with the limits after it.
+func TestChecksTheAccessDocument(t *testing.T) {
+	sm := awstest.Start(t, true)
+	dir := t.TempDir()
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"-new-key", "2027-05"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	ownKey := filepath.Join(dir, "signing-key.json")
+	if err := os.WriteFile(ownKey, []byte(text[strings.Index(text, "{"):strings.Index(text, "}")+1]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	entry := regexp.MustCompile(`(?m)^("2027-05": "[^"]+")$`).FindStringSubmatch(text)[1]
+	demo, err := os.ReadFile("../access.demo.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	demoEntry := regexp.MustCompile(`"demo"\s*:\s*"[^"]+"`).FindString(string(demo))
+	sm.Put("erp-gateway/access", `{"keys":{`+entry+`}}`)
+	sm.Put("erp-gateway/twice", `{"keys":{`+entry+`,`+strings.Replace(demoEntry, `"demo"`, `"2027-05"`, 1)+`}}`)
+	sm.Put("erp-gateway-minting/2027-05", text[strings.Index(text, "{"):strings.Index(text, "}")+1])
+	tests := []struct {
+		name string
+		args []string
+		want string // in the output, or the error
+	}{
+		{"the demo key, the demo document", []string{"-signing-key", "../signing-key.demo.json", "-access", "../access.demo.json"},
+			"it opens instance acme with the access document ../access.demo.json, which holds the public demo key"},
+		{"the demo key is named", []string{"-signing-key", "../signing-key.demo.json"}, "signed with the demo key, which is public"},
+		{"a key of our own, its document in Secrets Manager", []string{"-signing-key", ownKey, "-access-secret", "erp-gateway/access"},
+			"it opens instance acme with the access document erp-gateway/access\n"},
+		{"both from Secrets Manager", []string{"-signing-key-secret", "erp-gateway-minting/2027-05", "-access-secret", "erp-gateway/access"},
+			"it opens instance acme with the access document erp-gateway/access\n"},
+		{"a document without the key", []string{"-signing-key", ownKey, "-access", "../access.demo.json"},
+			"the access document does not open instance acme with this token"},
+		{"a document giving an id twice", []string{"-signing-key", ownKey, "-access-secret", "erp-gateway/twice"}, `key id "2027-05" is given twice`},
+		{"a document that is not there", []string{"-signing-key", ownKey, "-access-secret", "erp-gateway/none"}, "erp-gateway/none"},
+		{"a stray word before a limit", []string{"-signing-key", ownKey, "-read-only", "true", "-expires", "2h"}, `"true" is not a flag`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := run(context.Background(), append([]string{"-instance", "acme"}, tt.args...), &out)
+			got := out.String()
+			if err != nil {
+				got = err.Error()
+			}
+			if !strings.Contains(got, tt.want) {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+			if strings.Contains(tt.name, "own") && strings.Contains(got, "demo key") {
+				t.Fatalf("a key of our own named as the demo key: %q", got)
+			}
+		})
 	}
 }

@@ -66,8 +66,8 @@ type Document struct {
 }
 
 type documentJSON struct {
-	Keys      map[string]string `json:"keys"`
-	Anonymous []string          `json:"anonymous"`
+	Keys      json.RawMessage `json:"keys"`
+	Anonymous []string        `json:"anonymous"`
 }
 
 // spare stands in for an unknown key id, so a token naming one costs the
@@ -87,11 +87,22 @@ func Parse(data []byte) (*Document, error) {
 		}
 		return nil, errors.New("access document: not a valid JSON object")
 	}
-	d := &Document{keys: make(map[string]ed25519.PublicKey, len(raw.Keys)), anonymous: map[string]bool{}}
-	if len(raw.Keys) == 0 {
+	var keys map[string]string
+	if len(raw.Keys) > 0 {
+		if err := json.Unmarshal(raw.Keys, &keys); err != nil {
+			return nil, errors.New(`access document: "keys": want an object of key ids and public keys in base64`)
+		}
+	}
+	if len(keys) == 0 {
 		return nil, errors.New(`access document: "keys" names no key`)
 	}
-	for id, enc := range raw.Keys {
+	// JSON keeps the last of two equal names without a word: a second key
+	// added under the first's id would revoke every token of the first.
+	if id := twice(raw.Keys); id != "" {
+		return nil, fmt.Errorf("access document: key id %q is given twice: a key needs an id of its own", id)
+	}
+	d := &Document{keys: make(map[string]ed25519.PublicKey, len(keys)), anonymous: map[string]bool{}}
+	for id, enc := range keys {
 		if !validKeyID.MatchString(id) {
 			return nil, fmt.Errorf("access document: key id %q: want 1 to 32 letters, digits or -", id)
 		}
@@ -119,6 +130,31 @@ func Parse(data []byte) (*Document, error) {
 		d.anonymous[name] = true
 	}
 	return d, nil
+}
+
+// twice returns a name the JSON object obj holds more than once, or "".
+func twice(obj json.RawMessage) string {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		name, _ := t.(string)
+		if seen[name] {
+			return name
+		}
+		seen[name] = true
+		var value json.RawMessage
+		if dec.Decode(&value) != nil {
+			return ""
+		}
+	}
+	return ""
 }
 
 // decode reads a key of size bytes in base64; its errors never quote it.

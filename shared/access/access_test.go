@@ -124,6 +124,7 @@ func TestVerify(t *testing.T) {
 
 func TestParse(t *testing.T) {
 	_, key := newKey(t, "a")
+	_, keyB := newKey(t, "b")
 	tests := []struct {
 		name, doc, wantErr string
 	}{
@@ -138,6 +139,11 @@ func TestParse(t *testing.T) {
 		// Else a token minted under demo would pass as erpgw_alias_...,
 		// and removing demo would revoke none of its tokens.
 		{"one key under two ids", `{"keys":{"demo":"` + key + `","alias":"` + key + `"}}`, `keys "alias" and "demo" are the same public key`},
+		// Else the second would silently replace the first, whose tokens
+		// would all be refused.
+		{"one id twice", `{"keys":{"2027-05":"` + key + `","2027-05":"` + keyB + `"}}`, `key id "2027-05" is given twice`},
+		{"keys not an object", `{"keys":["` + key + `"]}`, `"keys": want an object`},
+		{"keys null", `{"keys":null}`, `"keys" names no key`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
