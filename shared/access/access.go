@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"slices"
 	"strings"
@@ -86,6 +87,9 @@ func Parse(data []byte) (*Document, error) {
 			return nil, fmt.Errorf("access document: %w", err)
 		}
 		return nil, errors.New("access document: not a valid JSON object")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("access document: something follows the document's closing brace: give one JSON object")
 	}
 	var keys map[string]string
 	if len(raw.Keys) > 0 {
@@ -224,6 +228,9 @@ func ParseSigner(data []byte) (*Signer, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&raw); err != nil {
 		return nil, errors.New(`signing key: not a JSON object of "key_id" and "private_key" (make token-key)`)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New(`signing key: something follows the key's closing brace: give one JSON object (make token-key)`)
 	}
 	if !validKeyID.MatchString(raw.KeyID) {
 		return nil, fmt.Errorf("signing key: key_id %q: want 1 to 32 letters, digits or -", raw.KeyID)

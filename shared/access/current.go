@@ -156,9 +156,7 @@ func Start(ctx context.Context, load Load, o Options, log *slog.Logger) (*Curren
 		Background: true,
 		MinRefresh: o.Retry,
 		Timeout:    o.Timeout,
-		// The wall clock: an environment frozen between invocations must
-		// see the hours it slept.
-		Now: func() time.Time { return o.Now().Round(0) },
+		Now:        o.Now,
 	})
 	c.docs.Get(ctx, struct{}{}, c.read) //nolint:errcheck // logged by read; Document says the rest
 	return c, nil

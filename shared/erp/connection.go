@@ -61,7 +61,10 @@ func (w *WireCrypt) UnmarshalJSON(b []byte) error {
 	}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		return errors.New("wire_crypt must be \"required\", \"enabled\" or \"disabled\"")
+		// Kept as it came, for Check to name: an error returned here would
+		// reach the document's reader only as "not a valid JSON object".
+		*w = WireCrypt(b)
+		return nil
 	}
 	*w = WireCrypt(s)
 	return nil
@@ -112,7 +115,9 @@ func (c Connection) Check() error {
 		problems = append(problems, "auth_plugin "+first+" is not in auth_plugin_list")
 	}
 	if c.Timezone != "" {
-		if _, err := time.LoadLocation(c.Timezone); err != nil {
+		// "Local" is whatever zone the machine running us is in: the very
+		// dependence the setting is there to remove.
+		if _, err := time.LoadLocation(c.Timezone); err != nil || c.Timezone == "Local" {
 			problems = append(problems, "timezone must be an IANA zone name such as UTC or America/Bogota")
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -53,6 +54,11 @@ func ParseInstance(data []byte) (Instance, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&inst); err != nil {
 		return Instance{}, fmt.Errorf("instance document: %w", scrub(err))
+	}
+	// A value pasted twice or appended to would otherwise be read up to
+	// its first object, and the change after it dropped without a word.
+	if _, err := dec.Token(); err != io.EOF {
+		return Instance{}, errors.New("instance document: something follows the document's closing brace: give one JSON object")
 	}
 	if err := inst.Connection.Check(); err != nil {
 		return Instance{}, fmt.Errorf("instance document: %w", err)

@@ -19,6 +19,12 @@ func TestParseInstance(t *testing.T) {
 		{"bad plugin", `{"host":"h","database":"d","user":"u","auth_plugin":"Kerberos"}`, "auth_plugin"},
 		{"port as text", `{"host":"h","database":"d","user":"u","port":"3050"}`, "port"},
 		{"not JSON, password not echoed", `{"host":"h","password":"hunter2"`, "not a valid JSON object"},
+		// A put-secret-value pasted twice must not drop its second half.
+		{"two documents", `{"host":"h","database":"d","user":"u","password":"hunter2"}{"host":"h","database":"d","user":"u","revoked_tokens":["0123456789abcdef0123456789abcdef"]}`, "something follows the document's closing brace"},
+		{"a document and more", `{"host":"h","database":"d","user":"u","password":"hunter2"} x`, "something follows"},
+		{"wire_crypt as a number", `{"host":"h","database":"d","user":"u","wire_crypt":1}`, `wire_crypt must be "required", "enabled" or "disabled"`},
+		{"wire_crypt as an object", `{"host":"h","database":"d","user":"u","wire_crypt":{"password":"hunter2"}}`, `wire_crypt must be`},
+		{"the machine's zone", `{"host":"h","database":"d","user":"u","timezone":"Local"}`, "timezone must be an IANA zone name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
