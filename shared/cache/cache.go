@@ -29,8 +29,11 @@ type Options struct {
 	// Timeout bounds a fetch; 0 leaves it the deadline of the call that
 	// starts it.
 	Timeout    time.Duration
-	MaxEntries int              // bound on the keys held
-	Now        func() time.Time // the clock (tests)
+	MaxEntries int // bound on the keys held
+	// Now is the clock (tests). Its readings are taken by the wall clock
+	// alone: an execution environment frozen between invocations must see
+	// the hours it slept, which its monotonic clock may not count.
+	Now func() time.Time
 }
 
 // Cache holds one value, or failure, per key. Concurrent calls for a key
@@ -53,9 +56,11 @@ type entry[V any] struct {
 
 // New makes an empty cache.
 func New[K comparable, V any](o Options) *Cache[K, V] {
-	if o.Now == nil {
-		o.Now = time.Now
+	now := o.Now
+	if now == nil {
+		now = time.Now
 	}
+	o.Now = func() time.Time { return now().Round(0) }
 	return &Cache[K, V]{o: o, entries: make(map[K]*entry[V])}
 }
 

@@ -226,7 +226,7 @@ func (c *conn) call(ctx context.Context, opts Options, mode calls.Mode, at *atom
 		return err
 	}
 	defer func() { c.used = time.Now() }()
-	if time.Since(c.used) > opts.ConnMaxIdle {
+	if since(c.used) > opts.ConnMaxIdle {
 		if err := c.ping(ctx, fc); err != nil {
 			return err
 		}

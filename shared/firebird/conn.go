@@ -242,3 +242,10 @@ var (
 	_ driver.Connector = (*connector)(nil)
 	_ driver.Validator = (*conn)(nil)
 )
+
+// since is the time elapsed since t by the wall clock. Lambda freezes an
+// execution environment between invocations, and its monotonic clock may
+// not count the minutes it slept: a connection idle across a freeze, which
+// a firewall may have dropped meanwhile, must look idle (pinged before a
+// call, never sent a write with its commit blind).
+func since(t time.Time) time.Duration { return time.Now().Round(0).Sub(t) }

@@ -220,7 +220,7 @@ func (p *Pools) Hunt(ctx context.Context, t erp.Target) int {
 		}
 		h.mu.Lock()
 	}
-	if time.Since(h.last) < huntSpacing && len(h.abandoned) == 0 {
+	if since(h.last) < huntSpacing && len(h.abandoned) == 0 {
 		defer h.mu.Unlock()
 		return h.cancelled
 	}
@@ -310,7 +310,7 @@ func (p *Pools) huntDue(t erp.Target, cur *pool, mode calls.Mode) bool {
 	}
 	cur.mu.Lock()
 	defer cur.mu.Unlock()
-	if time.Since(cur.hunted) < p.opts.StmtMaxAge {
+	if since(cur.hunted) < p.opts.StmtMaxAge {
 		return false
 	}
 	cur.hunted = time.Now()

@@ -159,7 +159,7 @@ var errChanged = errors.New("firebird: a procedure changed")
 func (cur *pool) verify(ctx context.Context, s *Session, maxAge time.Duration) error {
 	cur.mu.Lock()
 	last := cur.checked
-	due := time.Since(last) >= maxAge
+	due := since(last) >= maxAge
 	if due {
 		cur.checked = time.Now() // one call checks; the others go on
 	}
@@ -197,7 +197,7 @@ func (cur *pool) verify(ctx context.Context, s *Session, maxAge time.Duration) e
 func (cur *pool) outdated(c *conn, maxAge time.Duration) bool {
 	cur.mu.Lock()
 	defer cur.mu.Unlock()
-	return !c.loaded.IsZero() && (cur.since.IsZero() || c.loaded.Before(cur.since)) && time.Since(c.loaded) > maxAge
+	return !c.loaded.IsZero() && (cur.since.IsZero() || c.loaded.Before(cur.since)) && since(c.loaded) > maxAge
 }
 
 // discard drops the instance's pool if it is still cur, so the next call

@@ -98,7 +98,7 @@ func (s *Session) Write(ctx context.Context, name string, w calls.Write, parts f
 const freshFor = 5 * time.Second
 
 // fresh reports whether the session's connection answered within freshFor.
-func (s *Session) fresh() bool { return time.Since(s.conn.used) < freshFor }
+func (s *Session) fresh() bool { return since(s.conn.used) < freshFor }
 
 // errManyRows: a one-row block's answer had a second row, and the block
 // failed, everything undone (WriteBlock): the call runs again, its
