@@ -95,7 +95,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return nil
 	}
 	fmt.Fprintf(out, "token for instance %s (give it to the integrator; it is stored nowhere):\n%s\n", *instance, token)
-	fmt.Fprintf(out, "token id (to revoke it, add it to the instance document's \"revoked_tokens\"): %s\n", id)
+	fmt.Fprintf(out, "token id (to revoke it, add it to the instance document's \"revoked_tokens\", and its /reader document's with ReadOnlyDatabaseUser): %s\n", id)
 	fmt.Fprintf(out, "it may run: %s\n", describe(limits))
 	if *claves != "" {
 		fmt.Fprintf(out, "its CLAVEs were checked against %s\n", cmp.Or(*catalogFile, "the specification's built-in catalog"))

@@ -87,7 +87,7 @@ func build(ctx context.Context, endpoint catalog.Endpoint, builtCatalog string, 
 		return nil, err
 	}
 	accessMS := took()
-	instances, err := instanceSource(s, secrets)
+	instances, err := instanceSource(s, secrets, log)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +173,7 @@ func accessSource(ctx context.Context, s settings.Settings, sm func() (*secretsm
 	return access.Start(ctx, load, access.Options{Every: s.AccessRefresh, MaxAge: s.AccessMaxAge, RefuseDemoKey: true}, log)
 }
 
-func instanceSource(s settings.Settings, sm func() (*secretsmanager.Client, error)) (gateway.Instances, error) {
+func instanceSource(s settings.Settings, sm func() (*secretsmanager.Client, error), log *slog.Logger) (gateway.Instances, error) {
 	// For sam local and tests only: in AWS, passwords belong in Secrets
 	// Manager, not in the function's environment.
 	if s.InstancesJSON != "" {
@@ -190,7 +190,7 @@ func instanceSource(s settings.Settings, sm func() (*secretsmanager.Client, erro
 	if err != nil {
 		return nil, err
 	}
-	return tenants.NewCache(tenants.NewSecretsManager(client, s.SecretPrefix, s.SecretSuffix), tenants.CacheOptions{TTL: s.SecretTTL}), nil
+	return tenants.NewCache(tenants.NewSecretsManager(client, s.SecretPrefix, s.SecretSuffix), tenants.CacheOptions{TTL: s.SecretTTL, Log: log}), nil
 }
 
 // Handle serves one API Gateway event. The Lambda deadline and the API

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/erp-gateway/gateway/shared/cache"
@@ -25,6 +26,10 @@ type CacheOptions struct {
 	MinRefresh   time.Duration // forced refreshes of one name at most this often (10s)
 	FetchTimeout time.Duration // bound on one fetch (5s)
 	MaxEntries   int           // names held at most; expired ones are swept first (10,000)
+	// Log says when a document could not be read: a request may then be
+	// served the last one read, and answer 200 where the reason for a
+	// change not taking effect must still show. nil: nowhere.
+	Log *slog.Logger
 }
 
 // Defaults of CacheOptions.
@@ -42,6 +47,8 @@ const (
 type Cache struct {
 	fetcher Fetcher
 	docs    *cache.Cache[string, Instance]
+	log     *slog.Logger
+	keep    time.Duration // how long past its TTL the last document serves
 }
 
 // NewCache caches fetcher's documents.
@@ -52,7 +59,11 @@ func NewCache(fetcher Fetcher, opts CacheOptions) *Cache {
 	opts.MinRefresh = cmp.Or(opts.MinRefresh, DefaultMinRefresh)
 	opts.FetchTimeout = cmp.Or(opts.FetchTimeout, DefaultFetchTimeout)
 	opts.MaxEntries = cmp.Or(opts.MaxEntries, DefaultMaxEntries)
-	return &Cache{fetcher: fetcher, docs: cache.New[string, Instance](cache.Options{
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Cache{fetcher: fetcher, log: log, keep: opts.StaleFor, docs: cache.New[string, Instance](cache.Options{
 		TTL:         opts.TTL,
 		NegativeTTL: opts.NegativeTTL,
 		StaleFor:    opts.StaleFor,
@@ -82,7 +93,15 @@ func (c *Cache) Refresh(ctx context.Context, name string) (Instance, error) {
 }
 
 func (c *Cache) get(ctx context.Context, name string, get func(context.Context, string, func(context.Context) (Instance, error)) (Instance, error)) (Instance, error) {
-	inst, err := get(ctx, name, func(ctx context.Context) (Instance, error) { return c.fetcher.Fetch(ctx, name) })
+	inst, err := get(ctx, name, func(ctx context.Context) (Instance, error) {
+		inst, err := c.fetcher.Fetch(ctx, name)
+		// At most once per NegativeTTL a name: failures are remembered.
+		if err != nil && !errors.Is(err, ErrUnknown) {
+			c.log.WarnContext(ctx, "instance document not read: the last one read, if any, serves until "+c.keep.String()+" past its TTL, unless the document is malformed",
+				"instance", name, "error", err.Error())
+		}
+		return inst, err
+	})
 	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		// The caller gave up waiting: said as a failed fetch says it.
 		return Instance{}, errors.Join(ErrUnavailable, err)

@@ -1,9 +1,11 @@
 package tenants
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,6 +56,7 @@ func TestCache(t *testing.T) {
 		wantHost  string
 		wantErr   error
 		wantCalls int64
+		wantLogs  int // failed reads logged so far
 	}
 	opts := CacheOptions{TTL: 100 * time.Millisecond, NegativeTTL: 50 * time.Millisecond, StaleFor: 200 * time.Millisecond, MinRefresh: 30 * time.Millisecond}
 	tests := []struct {
@@ -64,20 +67,21 @@ func TestCache(t *testing.T) {
 		{"fetched again after the TTL", []step{{host: "a", wantHost: "a", wantCalls: 1}, {sleep: 120 * time.Millisecond, host: "b", wantHost: "b", wantCalls: 2}}},
 		{"stale while refreshes fail, then gone", []step{
 			{host: "a", wantHost: "a", wantCalls: 1},
-			{sleep: 120 * time.Millisecond, fail: errors.New("throttled"), wantHost: "a", wantCalls: 2},
-			{wantHost: "a", wantCalls: 2}, // not asked again before NegativeTTL
-			{sleep: 250 * time.Millisecond, wantErr: ErrUnavailable, wantCalls: 3},
+			// Served, and said: a change made meanwhile does not show.
+			{sleep: 120 * time.Millisecond, fail: errors.New("throttled"), wantHost: "a", wantCalls: 2, wantLogs: 1},
+			{wantHost: "a", wantCalls: 2, wantLogs: 1}, // not asked again before NegativeTTL
+			{sleep: 250 * time.Millisecond, wantErr: ErrUnavailable, wantCalls: 3, wantLogs: 2},
 		}},
 		{"a malformed document is not papered over with the last good one", []step{
 			{host: "a", wantHost: "a", wantCalls: 1},
-			{sleep: 120 * time.Millisecond, fail: ErrMalformed, wantErr: ErrMalformed, wantCalls: 2},
-			{wantErr: ErrMalformed, wantCalls: 2}, // not asked again before NegativeTTL
-			{sleep: 60 * time.Millisecond, host: "b", wantHost: "b", wantCalls: 3},
+			{sleep: 120 * time.Millisecond, fail: ErrMalformed, wantErr: ErrMalformed, wantCalls: 2, wantLogs: 1},
+			{wantErr: ErrMalformed, wantCalls: 2, wantLogs: 1}, // not asked again before NegativeTTL
+			{sleep: 60 * time.Millisecond, host: "b", wantHost: "b", wantCalls: 3, wantLogs: 1},
 		}},
 		{"an unreadable secret is asked again only after NegativeTTL", []step{
-			{host: "a", fail: errors.New("undecryptable"), wantErr: ErrUnavailable, wantCalls: 1},
-			{wantErr: ErrUnavailable, wantCalls: 1},
-			{sleep: 60 * time.Millisecond, host: "a", wantHost: "a", wantCalls: 2},
+			{host: "a", fail: errors.New("undecryptable"), wantErr: ErrUnavailable, wantCalls: 1, wantLogs: 1},
+			{wantErr: ErrUnavailable, wantCalls: 1, wantLogs: 1},
+			{sleep: 60 * time.Millisecond, host: "a", wantHost: "a", wantCalls: 2, wantLogs: 1},
 		}},
 		{"forced refresh bypasses the cache, at most once per MinRefresh", []step{
 			{host: "a", wantHost: "a", wantCalls: 1},
@@ -88,6 +92,9 @@ func TestCache(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeFetcher{docs: map[string]Instance{}}
+			var logs syncBuffer
+			opts := opts
+			opts.Log = slog.New(slog.NewTextHandler(&logs, nil))
 			c := NewCache(f, opts)
 			for i, s := range tt.steps {
 				time.Sleep(s.sleep)
@@ -112,6 +119,9 @@ func TestCache(t *testing.T) {
 				}
 				if got := f.calls.Load(); got != s.wantCalls {
 					t.Fatalf("step %d: %d fetches, want %d", i, got, s.wantCalls)
+				}
+				if got := strings.Count(logs.String(), "instance document not read"); got != s.wantLogs || strings.Contains(logs.String(), "password") {
+					t.Fatalf("step %d: %d failed reads logged, want %d:\n%s", i, got, s.wantLogs, logs.String())
 				}
 			}
 		})
@@ -208,4 +218,22 @@ func TestInstanceDocumentTokens(t *testing.T) {
 			}
 		})
 	}
+}
+
+// syncBuffer is a log's destination written by a fetch's goroutine.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
