@@ -90,7 +90,7 @@ serve:
 
 # Draft catalog entries from an instance's procedures, for review.
 catalog-from-db:
-	@$(call TOOL,catalog) from-db -instances $(INSTANCES) $(if $(INSTANCE),-instance $(INSTANCE)) -procedures '$(or $(PROCEDURES),REST_%)' $(if $(MERGE),-merge '$(MERGE)')
+	@$(call TOOL,catalog) from-db -instances $(INSTANCES) $(if $(INSTANCE),-instance $(INSTANCE)) -procedures '$(or $(PROCEDURES),REST\_%)' $(if $(MERGE),-merge '$(MERGE)')
 
 # The OpenAPI 3.1 document of the demo catalog, its answers as the demo ERP
 # declares them; a test fails when the committed file is stale.

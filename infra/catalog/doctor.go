@@ -22,7 +22,7 @@ func doctor(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
 	instancesPath := fs.String("instances", "infra/instances.demo.json", "instances file")
 	catalogPath := fs.String("catalog", "", "catalog file (default: the specification's operations)")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	instances, err := tenants.LoadFile(*instancesPath)
@@ -35,6 +35,9 @@ func doctor(ctx context.Context, args []string, stdout io.Writer) error {
 			return err
 		}
 		which = "the catalog " + *catalogPath
+	}
+	if len(instances.Names()) == 0 {
+		return fmt.Errorf("doctor: %s names no instance: there is nothing to check", *instancesPath)
 	}
 	fmt.Fprintf(stdout, "checking %s\n", which)
 	fatal := false

@@ -35,8 +35,15 @@ func draft(procs []catalog.Procedure) (catalog.File, []string) {
 				notes = append(notes, fmt.Sprintf("%s: selectable, but named for a write: drafted as a write on execute, answered by the rows it returns", op.Clave))
 			}
 		}
-		for _, in := range p.Inputs {
+		fields := fieldNames(p.Inputs)
+		for i, in := range p.Inputs {
 			fp, note := param(in)
+			fp.Name = fields[i]
+			if !catalog.ValidParamName(fp.Name) || slices.Index(fields, fp.Name) != i {
+				notes = append(notes, fmt.Sprintf("%s: input %s: no request field may be named so; name it (a plain identifier other than CLAVE, once)", op.Clave, in.Name))
+			} else if fp.Name == in.Name && strings.HasPrefix(in.Name, "P_") {
+				notes = append(notes, fmt.Sprintf("%s: input %s: request field %s, its whole name, as %s would not be a field of its own", op.Clave, in.Name, fp.Name, strings.TrimPrefix(in.Name, "P_")))
+			}
 			op.Params = append(op.Params, fp)
 			if note != "" {
 				notes = append(notes, fmt.Sprintf("%s: %s", op.Clave, note))
@@ -96,10 +103,29 @@ func clave(p catalog.Procedure) string {
 	return verb + "_" + strings.Join(words, "_")
 }
 
-// param drafts one input parameter; the request field is its name without
-// the P_ prefix the ERP's procedures use.
+// fieldNames names the request field of each input: its name without the
+// P_ prefix the ERP's procedures use, unless that is no field of its own
+// (P_CLAVE would be CLAVE, P_1 no name, P_CODIGO beside CODIGO the same
+// field twice); then its whole name.
+func fieldNames(inputs []catalog.DBParam) []string {
+	names := make([]string, len(inputs))
+	for i, in := range inputs {
+		short := strings.TrimPrefix(in.Name, "P_")
+		clash := func(o catalog.DBParam) bool {
+			return o.Name != in.Name && (o.Name == short || strings.TrimPrefix(o.Name, "P_") == short)
+		}
+		names[i] = short
+		if !catalog.ValidParamName(short) || slices.ContainsFunc(inputs, clash) {
+			names[i] = in.Name
+		}
+	}
+	return names
+}
+
+// param drafts one input parameter, but for its request field's name
+// (fieldNames).
 func param(d catalog.DBParam) (catalog.FileParam, string) {
-	p := catalog.FileParam{Name: strings.TrimPrefix(d.Name, "P_"), Required: true}
+	p := catalog.FileParam{Name: d.Name, Required: true}
 	switch d.Type {
 	case "NUMERIC", "DECIMAL":
 		precision, scale := d.Precision, d.Scale

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,6 +40,51 @@ func TestDraftTellsWritesFromReads(t *testing.T) {
 			noted := strings.Contains(strings.Join(notes, "\n"), "named for a write")
 			if noted != tt.note {
 				t.Errorf("note on a selectable write: %v, want %v: %q", noted, tt.note, notes)
+			}
+		})
+	}
+}
+
+// TestDraftNamesFieldsTheGatewayServes: a field is the input's name
+// without P_, unless that would be CLAVE, no identifier, or another
+// input's field; then its whole name, with a note. A draft the gateway
+// would refuse says so.
+func TestDraftNamesFieldsTheGatewayServes(t *testing.T) {
+	tests := []struct {
+		name   string
+		inputs []string
+		want   []string
+		notes  []string
+	}{
+		{"the prefix dropped", []string{"P_CODIGO", "NOMBRE"}, []string{"CODIGO", "NOMBRE"}, nil},
+		{"P_CLAVE", []string{"P_CLAVE"}, []string{"P_CLAVE"}, []string{"input P_CLAVE: request field P_CLAVE, its whole name, as CLAVE would not be"}},
+		{"P_1", []string{"P_1"}, []string{"P_1"}, []string{"input P_1: request field P_1, its whole name"}},
+		{"P_CODIGO beside CODIGO", []string{"P_CODIGO", "CODIGO"}, []string{"P_CODIGO", "CODIGO"}, []string{"input P_CODIGO: request field P_CODIGO, its whole name"}},
+		{"a quoted name", []string{"mi campo"}, []string{"mi campo"}, []string{"input mi campo: no request field may be named so"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var in []catalog.DBParam
+			for _, n := range tt.inputs {
+				in = append(in, catalog.DBParam{Name: n, Type: "INTEGER"})
+			}
+			doc, notes := draft([]catalog.Procedure{{Name: "REST_SELECT_X", Exists: true, Selectable: true, Inputs: in,
+				Outputs: []catalog.DBParam{{Name: "Y", Type: "INTEGER"}}}})
+			var got []string
+			for _, p := range doc.Operations[0].Params {
+				got = append(got, p.Name)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("fields %q, want %q", got, tt.want)
+			}
+			all := strings.Join(notes, "\n")
+			for _, n := range tt.notes {
+				if !strings.Contains(all, n) {
+					t.Errorf("no note %q in:\n%s", n, all)
+				}
+			}
+			if tt.notes == nil && strings.Contains(all, "input ") {
+				t.Errorf("a note on fields drafted as they are:\n%s", all)
 			}
 		})
 	}

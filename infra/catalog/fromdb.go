@@ -19,9 +19,9 @@ func fromDB(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := flag.NewFlagSet("from-db", flag.ContinueOnError)
 	instancesPath := fs.String("instances", "infra/instances.demo.json", "instances file")
 	name := fs.String("instance", "", "instance to read (may be left out when the file has one)")
-	like := fs.String("procedures", "REST_%", "procedure names, as a SQL LIKE pattern (an exact name too), in either case")
+	like := fs.String("procedures", `REST\_%`, `procedure names, as a SQL LIKE pattern (an exact name too), in either case; \_ is an underscore, _ any character`)
 	merge := fs.String("merge", "", "a catalog file the drafts are added to: its entries are kept as they are, and a procedure it already runs is not drafted again")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	instances, err := tenants.LoadFile(*instancesPath)

@@ -22,7 +22,7 @@ func kept(ctx context.Context, args []string, stdout io.Writer) error {
 	instancesPath := fs.String("instances", "infra/instances.demo.json", "instances file")
 	instance := fs.String("instance", "demo", "the instance")
 	key := fs.String("key", "", "the Idempotency-Key")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if *key == "" {

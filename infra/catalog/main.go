@@ -2,7 +2,7 @@
 // database's procedures:
 //
 //	catalog check FILE...                      exit 1 naming the entry and field of the first error
-//	catalog from-db -instances F [-instance N] [-procedures 'REST_%']
+//	catalog from-db -instances F [-instance N] [-procedures 'REST\_%']
 //	catalog doctor -instances F [-catalog FILE]  compare a catalog with each instance's database
 //	catalog idempotency-sql [-user GATEWAY]    the idempotency keys' table and its grants, for a DBA
 //	catalog kept -instances F -instance N -key K  the answers kept under a key, as JSON
@@ -54,7 +54,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: catalog check FILE... | catalog from-db -instances FILE [-instance NAME] [-procedures 'REST_%'] | catalog doctor -instances FILE [-catalog FILE] | catalog idempotency-sql [-user NAME] | catalog kept -instances FILE -instance NAME -key KEY")
+	fmt.Fprintln(os.Stderr, "usage: catalog check FILE... | catalog from-db -instances FILE [-instance NAME] [-procedures 'REST\\_%'] | catalog doctor -instances FILE [-catalog FILE] | catalog idempotency-sql [-user NAME] | catalog kept -instances FILE -instance NAME -key KEY")
 	os.Exit(2)
 }
 
@@ -71,13 +71,25 @@ func check(files []string) error {
 	return nil
 }
 
+// parse reads a subcommand's flags. The flag package stops at the first
+// word that is not a flag: what follows it would be dropped without a word.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%s: %q is not a flag: every value follows its flag (-instance demo)", fs.Name(), fs.Arg(0))
+	}
+	return nil
+}
+
 // A Firebird user or role name as the DDL may name it unquoted.
 var sqlName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_$]{0,62}$`)
 
 func idempotencySQL(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("idempotency-sql", flag.ContinueOnError)
 	user := fs.String("user", "GATEWAY", "the gateway's Firebird user (or role) to grant the table to")
-	if err := fs.Parse(args); err != nil {
+	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if !sqlName.MatchString(*user) {

@@ -97,6 +97,10 @@ func TestFromDBMatchesNamesAsSQLWould(t *testing.T) {
 		{pattern: "Rest_Select_T%", want: []string{"Get_Terceros"}},
 		{pattern: "rest_insert_%", want: []string{"Set_Pedido", "Set_Pedido_Linea", "Set_Precio", "Set_Terceros"}},
 		{pattern: "rest_%", want: []string{"Get_Gestion_Primario", "Get_Inventario_Precio", "Get_Referencia", "Get_Terceros"}},
+		{pattern: `rest\_select\_terceros`, want: []string{"Get_Terceros"}},
+		// _ is any character, \_ an underscore alone.
+		{pattern: `REST_SELECT_TERCERO_`, want: []string{"Get_Terceros"}},
+		{pattern: `REST\_SELECT\_TERCERO\_`, err: `no procedure of instance demo matches`},
 		{pattern: "REST_SELECT_PAGO", err: `no procedure of instance demo matches "REST_SELECT_PAGO"`},
 	}
 	for _, tt := range tests {

@@ -42,6 +42,12 @@ func main() {
 	flag.Var(&missing, "missing", "a read whose procedure raises not-found, written as for -found (repeatable)")
 	flag.StringVar(&c.write, "write", "", "a CODIGO that does not exist yet: adds a Set_Terceros round trip (writes!)")
 	flag.Parse()
+	// flag stops at the first word that is not a flag, and would drop
+	// the flags after it without a word.
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "check: %q is not a flag: every value follows its flag\n", flag.Arg(0))
+		os.Exit(2)
+	}
 	for _, l := range []struct {
 		from list
 		to   *[]string

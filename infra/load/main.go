@@ -67,6 +67,12 @@ func main() {
 	flag.IntVar(&o.slow, "slow", 0, "run only the slow-clients phase with this many slow connections (make load-slow)")
 	flag.DurationVar(&o.slowFor, "slow-for", 45*time.Second, "length of the slow-clients phase")
 	flag.Parse()
+	// flag stops at the first word that is not a flag, and would drop
+	// the flags after it without a word.
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "load: %q is not a flag: every value follows its flag\n", flag.Arg(0))
+		os.Exit(2)
+	}
 
 	var err error
 	if o.levels, err = parseLevels(levels); err != nil {

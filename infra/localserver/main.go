@@ -36,6 +36,12 @@ func main() {
 	maxRequests := flag.Int("max-requests", 64, "requests at work at once (their bodies arrived); more are refused with 429")
 	basePath := flag.String("base-path", "", "path before {instance}, as a custom domain's mapping puts it (e.g. /erp); every other path is 404")
 	flag.Parse()
+	// flag stops at the first word that is not a flag, and would drop
+	// the flags after it without a word.
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "localserver: %q is not a flag: every value follows its flag\n", flag.Arg(0))
+		os.Exit(2)
+	}
 
 	s, err := settings.Read(os.Getenv)
 	// Settings that cannot be read are told at INFO, the zero level.

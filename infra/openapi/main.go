@@ -33,6 +33,12 @@ func main() {
 	flag.StringVar(&o.server, "server", "http://127.0.0.1:3000", "base URL")
 	flag.StringVar(&o.out, "out", "infra/openapi.json", "file to write (- for standard output)")
 	flag.Parse()
+	// flag stops at the first word that is not a flag, and would drop
+	// the flags after it without a word.
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "openapi: %q is not a flag: every value follows its flag\n", flag.Arg(0))
+		os.Exit(2)
+	}
 	if err := run(context.Background(), o); err != nil {
 		fmt.Fprintln(os.Stderr, "openapi:", err)
 		os.Exit(1)

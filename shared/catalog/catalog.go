@@ -149,8 +149,12 @@ func (op *Operation) check() error {
 	return nil
 }
 
+// ValidParamName reports whether name may name a parameter (a request
+// field): a plain identifier other than CLAVE, which names the operation.
+func ValidParamName(name string) bool { return identifier.MatchString(name) && name != "CLAVE" }
+
 func (p *Param) check() error {
-	if !identifier.MatchString(p.Name) || p.Name == "CLAVE" {
+	if !ValidParamName(p.Name) {
 		return errors.New("name: must be a plain identifier other than CLAVE")
 	}
 	if p.Kind == "" {

@@ -51,6 +51,7 @@ func describeAll(ctx context.Context, tx *sql.Tx, names []string) (map[string]ca
 // procedure only a quoted name reaches (lower case in the database) is one
 // the gateway could not call anyway. Names are compared trimmed: the system
 // table pads them with blanks (CHAR), which an exact name would not match.
+// A backslash escapes _ and %: REST\_% does not match RESTAR_SALDO.
 func DescribeMatching(ctx context.Context, cfg erp.Connection, pattern string) ([]catalog.Procedure, error) {
 	var out []catalog.Procedure
 	err := reading(ctx, cfg, DefaultLongestCall+orphanMargin, func(tx *sql.Tx) error {
@@ -122,7 +123,7 @@ func (c *readingConnector) Driver() driver.Driver { return errNoDriver{} }
 func matching(ctx context.Context, tx *sql.Tx, pattern string) ([]string, error) {
 	return column(ctx, tx, `
 		SELECT TRIM(p.RDB$PROCEDURE_NAME) FROM RDB$PROCEDURES p
-		WHERE TRIM(p.RDB$PROCEDURE_NAME) LIKE ? AND COALESCE(p.RDB$SYSTEM_FLAG, 0) = 0 AND p.RDB$PACKAGE_NAME IS NULL
+		WHERE TRIM(p.RDB$PROCEDURE_NAME) LIKE ? ESCAPE '\' AND COALESCE(p.RDB$SYSTEM_FLAG, 0) = 0 AND p.RDB$PACKAGE_NAME IS NULL
 		ORDER BY 1`, pattern)
 }
 
