@@ -102,17 +102,26 @@ func TestREADMEExamplesFitTheDocument(t *testing.T) {
 	if len(examples) < 10 {
 		t.Fatalf("%d examples", len(examples))
 	}
+	value := func(s string) any {
+		v, err := jsonschema.UnmarshalJSON(strings.NewReader(s))
+		if err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		return v
+	}
+	batches := 0
 	for _, ex := range examples {
+		// A batch, its references included, is a body of its endpoint.
+		if ex.Status == 200 && strings.HasPrefix(strings.TrimSpace(ex.Request), "[") {
+			batches++
+			if err := schema("Request." + string(ex.Endpoint)).Validate(value(ex.Request)); err != nil {
+				t.Errorf("batch %s: %v", ex.Request, err)
+			}
+			continue
+		}
 		var req struct{ CLAVE string }
 		if json.Unmarshal([]byte(ex.Request), &req) != nil || req.CLAVE == "" {
 			continue
-		}
-		value := func(s string) any {
-			v, err := jsonschema.UnmarshalJSON(strings.NewReader(s))
-			if err != nil {
-				t.Fatalf("%s: %v", s, err)
-			}
-			return v
 		}
 		if ex.Status == 200 {
 			if err := schema(req.CLAVE + ".request").Validate(value(ex.Request)); err != nil {
@@ -129,6 +138,9 @@ func TestREADMEExamplesFitTheDocument(t *testing.T) {
 		if err := answer.Validate(value(ex.Answer)); err != nil {
 			t.Errorf("answer to %s: %v", ex.Request, err)
 		}
+	}
+	if batches == 0 {
+		t.Error("no batch among the README's examples")
 	}
 }
 
@@ -197,7 +209,7 @@ func TestAnswersFitTheirResponses(t *testing.T) {
 				if status == "404" || status == "405" {
 					t.Errorf("%s %s lists %s, which it cannot answer", method, path, status)
 				}
-				want := map[string][]string{"401": {"WWW-Authenticate"}, "503": {"Retry-After"}, "429": {"Retry-After"}}[status]
+				want := map[string][]string{"401": {"WWW-Authenticate"}, "409": {"Retry-After"}, "503": {"Retry-After"}, "429": {"Retry-After"}}[status]
 				for _, h := range append(want, "X-Request-Id", "Cache-Control") {
 					if r.Headers[h] == nil {
 						t.Errorf("%s %s %s does not describe %s", method, path, status, h)

@@ -87,6 +87,23 @@ func Outcomes() []Outcome {
 	return []Outcome{OutcomeOK, OutcomeRefusedByDB, OutcomeClientError, OutcomeUnauthorized, OutcomeUnavailable, OutcomeInternal, OutcomeCut}
 }
 
+// Health is the status word of an instance's health check.
+type Health string
+
+// The health check's statuses.
+const (
+	HealthOK          Health = "ok"          // the catalog and the database agree
+	HealthWarnings    Health = "warnings"    // findings, none fatal
+	HealthFailing     Health = "failing"     // a finding is fatal: an operation cannot run
+	HealthUnavailable Health = "unavailable" // the database did not answer
+	HealthPaused      Health = "paused"      // its breaker is open
+)
+
+// Healths lists every health status, for the OpenAPI document.
+func Healths() []Health {
+	return []Health{HealthOK, HealthWarnings, HealthFailing, HealthUnavailable, HealthPaused}
+}
+
 // Scope says on which requests a code can be answered, so the OpenAPI
 // document lists it only where it can happen.
 type Scope uint8

@@ -171,13 +171,13 @@ func (h *Handler) health(ctx context.Context, c caller) outcome {
 		return err
 	})
 	if paused := (*pausedError)(nil); errors.As(err, &paused) {
-		o := healthAnswer(http.StatusServiceUnavailable, erp.CodePaused, "paused", "calls to the database of instance "+t.Instance+" are paused: it did not answer in time, repeatedly", nil)
+		o := healthAnswer(http.StatusServiceUnavailable, erp.CodePaused, erp.HealthPaused, "calls to the database of instance "+t.Instance+" are paused: it did not answer in time, repeatedly", nil)
 		o.retryAfter = paused.wait
 		return o
 	}
 	if err != nil {
 		h.log.WarnContext(ctx, "health: database unavailable", "instance", t.Instance, "err", err)
-		return healthAnswer(http.StatusServiceUnavailable, erp.CodeUnavailable, "unavailable", "the database of instance "+t.Instance+" is not reachable right now", nil)
+		return healthAnswer(http.StatusServiceUnavailable, erp.CodeUnavailable, erp.HealthUnavailable, "the database of instance "+t.Instance+" is not reachable right now", nil)
 	}
 	diagnose := h.catalog.Diagnose
 	if c.readOnly {
@@ -201,22 +201,22 @@ func (h *Handler) health(ctx context.Context, c caller) outcome {
 			findings = append(findings, f)
 		}
 	}
-	status, code, word := http.StatusOK, erp.Code(0), "ok"
+	status, code, word := http.StatusOK, erp.Code(0), erp.HealthOK
 	for _, f := range findings {
-		word = "warnings"
+		word = erp.HealthWarnings
 		if f.Fatal {
-			status, code, word = http.StatusServiceUnavailable, erp.CodeUnavailable, "failing"
+			status, code, word = http.StatusServiceUnavailable, erp.CodeUnavailable, erp.HealthFailing
 			break
 		}
 	}
 	return healthAnswer(status, code, word, "", findings)
 }
 
-func healthAnswer(status int, code erp.Code, word, message string, findings []catalog.Finding) outcome {
+func healthAnswer(status int, code erp.Code, word erp.Health, message string, findings []catalog.Finding) outcome {
 	b := []byte(`{"cod_error":`)
 	b = strconv.AppendInt(b, int64(code), 10)
 	b = append(b, `,"status":`...)
-	b = record.AppendString(b, word)
+	b = record.AppendString(b, string(word))
 	if message != "" {
 		b = append(b, `,"ex_execsql":`...)
 		b = record.AppendString(b, message)

@@ -89,6 +89,11 @@ func Document(in Input) ([]byte, error) {
 				{"ex_execsql", obj{{"type", "string"}}},
 			}},
 		}},
+		kv{"Reference", obj{
+			{"description", "In a batch, a value taken from an earlier call's answer: column $field of the first row of call $from (from 0)."},
+			{"type", "object"}, {"required", []string{"$from", "$field"}}, {"additionalProperties", false},
+			{"properties", obj{{"$from", obj{{"type", "integer"}, {"minimum", 0}}}, {"$field", obj{{"type", "string"}, {"minLength", 1}, {"maxLength", 63}}}}},
+		}},
 		kv{"Refusal", obj{
 			{"description", "A request the gateway refused before or instead of running it; the codes are in the README.md#error-codes."},
 			{"type", "object"}, {"required", []string{"cod_error", "ex_execsql"}}, {"additionalProperties", false},
@@ -99,7 +104,7 @@ func Document(in Input) ([]byte, error) {
 			{"type", "object"}, {"required", []string{"cod_error", "status"}},
 			{"properties", obj{
 				{"cod_error", obj{{"type", "integer"}}},
-				{"status", obj{{"enum", []string{"ok", "warnings", "failing", "unavailable"}}}},
+				{"status", obj{{"enum", erp.Healths()}}},
 				{"ex_execsql", obj{{"type", "string"}}},
 				{"findings", obj{{"type", "array"}, {"items", obj{
 					{"type", "object"}, {"required", []string{"clave", "fatal", "finding"}},
@@ -191,9 +196,23 @@ func operation(in Input, endpoint catalog.Endpoint, ops obj) (op, request obj) {
 		}
 		batchCalls = "writes and reads, in order, in one transaction committed only when every call succeeded"
 	}
+	// A call of a batch is its operation's request, but that any value may
+	// be a Reference: described as such, not as a second schema per
+	// operation, whose CLAVE constants would rename those of every client
+	// generated before (oapi-codegen's SetPrecio took another name).
+	claves := make([]string, len(mapping))
+	for i, m := range mapping {
+		claves[i] = m.k
+	}
+	call := obj{{"type", "object"}, {"required", []string{"CLAVE"}},
+		{"description", "A call: the request of operation CLAVE (<CLAVE>.request), whose values may each be a Reference."},
+		// Its CLAVEs named in the description, not an enum, for the same
+		// reason.
+		{"properties", obj{{"CLAVE", obj{{"type", "string"}, {"description", "One of " + strings.Join(claves, ", ") + "."}}}}},
+		{"additionalProperties", obj{{"anyOf", []obj{{{"type", "string"}}, ref("Reference")}}}}}
 	batch := obj{{"type", "array"}, {"minItems", 1}, {"maxItems", in.BatchMax},
-		{"description", "A batch (README.md#batches): " + batchCalls + ". A parameter's value may be {\"$from\": i, \"$field\": \"NAME\"}: column NAME of the first row of call i's answer (i from 0, an earlier call)."},
-		{"items", obj{{"oneOf", requests}, {"discriminator", obj{{"propertyName", "CLAVE"}, {"mapping", mapping}}}}}}
+		{"description", "A batch (README.md#batches): " + batchCalls + ". A parameter's value may be a Reference: {\"$from\": i, \"$field\": \"NAME\"}, column NAME of the first row of call i's answer (i from 0, an earlier call)."},
+		{"items", call}}
 	request = obj{{"oneOf", []obj{single, batch}}}
 	reqMedia := obj{{"schema", ref(requestName(endpoint))}}
 	reqMedia = append(reqMedia, kv{"examples", reqExamples})
@@ -313,8 +332,17 @@ func paramSchema(p catalog.Param) obj {
 		return obj{{"type", nullable("string")}, {"pattern", `^([+-]?\d+` + absent + `)$`}, {"format", fmt.Sprintf("int%d", p.Bits)},
 			{"description", fmt.Sprintf("A whole number of %d bits, written as a string (a JSON number is taken too).", p.Bits)}}
 	case catalog.Decimal:
+		// As the gateway reads it: digits on at least one side of a point
+		// that has some after it; NUMERIC(2,2) has no whole digits but 0.
+		number := `0`
+		if whole := p.Precision - p.Scale; whole > 0 {
+			number = fmt.Sprintf(`\d{1,%d}`, whole)
+		}
+		if p.Scale > 0 {
+			number = fmt.Sprintf(`%s(\.\d{1,%d})?|\.\d{1,%d}`, number, p.Scale, p.Scale)
+		}
 		return obj{{"type", nullable("string")},
-			{"pattern", fmt.Sprintf(`^([+-]?\d{0,%d}(\.\d{0,%d})?%s)$`, p.Precision-p.Scale, p.Scale, absent)}, {"format", "decimal"},
+			{"pattern", fmt.Sprintf(`^([+-]?(%s)%s)$`, number, absent)}, {"format", "decimal"},
 			{"description", fmt.Sprintf("NUMERIC(%d,%d), exact: written as a string with a point (a JSON number is taken too, as written).", p.Precision, p.Scale)}}
 	}
 	return obj{{"type", nullable("string")}, {"maxLength", p.MaxLen}}

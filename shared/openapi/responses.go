@@ -50,7 +50,8 @@ func headersOf(status int) obj {
 		h = append(h, kv{"WWW-Authenticate", header("WWW-Authenticate")})
 	case 405:
 		h = append(h, kv{"Allow", header("Allow")})
-	case 429, 503:
+	case 409, 429, 503:
+		// 409: a write under a key another request still holds (1404).
 		h = append(h, kv{"Retry-After", header("Retry-After")})
 	}
 	return h

@@ -1,0 +1,55 @@
+package openapi
+
+import (
+	"regexp"
+	"testing"
+
+	"github.com/erp-gateway/gateway/shared/catalog"
+)
+
+// TestDecimalPatternIsTheGatewaysReading: a value the document's pattern
+// accepts is one the gateway takes (written as the pattern asks), and the
+// forms the gateway refuses are refused by the pattern too, so a client
+// that validates against the document is not told a refused value is good.
+func TestDecimalPatternIsTheGatewaysReading(t *testing.T) {
+	tests := []struct {
+		precision, scale int
+		required         bool
+		good, bad        []string
+	}{
+		{15, 4, true, []string{"1", "-1.5", "+12.25", ".5", "12345678901.1234"}, []string{"", ".", "+", "5.", "1.12345", "123456789012", "NA"}},
+		{15, 4, false, []string{"", "NA", "3.5"}, []string{".", "5."}},
+		{9, 0, true, []string{"7", "-123456789"}, []string{"7.", ".5", "1234567890"}},
+		{2, 2, true, []string{"0.25", ".25", "-0.5", "0"}, []string{"1.5", "1", "0.125"}},
+	}
+	for _, tt := range tests {
+		p := catalog.Param{Name: "X", Kind: catalog.Decimal, Precision: tt.precision, Scale: tt.scale, Required: tt.required}
+		var pattern string
+		for _, f := range paramSchema(p) {
+			if f.k == "pattern" {
+				pattern = f.v.(string)
+			}
+		}
+		re := regexp.MustCompile(pattern)
+		cat, err := catalog.New([]catalog.Operation{{Clave: "Get_X", Endpoint: catalog.ExecuteQuery, Procedure: "P", Params: []catalog.Param{p}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range tt.good {
+			if !re.MatchString(v) {
+				t.Errorf("NUMERIC(%d,%d) %q: refused by %s", tt.precision, tt.scale, v, pattern)
+			}
+			if _, err := cat.Parse(catalog.ExecuteQuery, []byte(`{"CLAVE":"Get_X","X":"`+v+`"}`)); err != nil {
+				t.Errorf("NUMERIC(%d,%d) %q: the pattern takes it, the gateway refuses it: %v", tt.precision, tt.scale, v, err)
+			}
+		}
+		for _, v := range tt.bad {
+			if _, err := cat.Parse(catalog.ExecuteQuery, []byte(`{"CLAVE":"Get_X","X":"`+v+`"}`)); err == nil && tt.required {
+				t.Errorf("NUMERIC(%d,%d) %q: the gateway takes it", tt.precision, tt.scale, v)
+			}
+			if re.MatchString(v) {
+				t.Errorf("NUMERIC(%d,%d) %q: taken by %s", tt.precision, tt.scale, v, pattern)
+			}
+		}
+	}
+}
