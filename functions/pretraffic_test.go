@@ -93,7 +93,10 @@ func TestPreTrafficHook(t *testing.T) {
 	}{
 		{"reads on the demo database", "executequery", readsARN, "demo", token("demo", soon), "Succeeded", reads},
 		{"execute never writes: one refused request", "execute", writesARN, "demo", token("demo", soon), "Succeeded", 1},
-		{"no instance named: nothing checked", "executequery", readsARN, "", "", "Succeeded", 0},
+		// Without an instance the version still has to start and
+		// refuse a stranger.
+		{"no instance named: a stranger refused", "executequery", readsARN, "", "", "Succeeded", 1},
+		{"no instance named, a new version that crashes", "execute", brokenARN, "", "", "Failed", 1},
 		{"a new version that crashes", "executequery", brokenARN, "demo", token("demo", soon), "Failed", reads},
 		{"a database that does not answer", "executequery", readsARN, "frozen", token("frozen", soon), "Failed", reads},
 		{"an instance the token cannot open", "executequery", readsARN, "nosuch", token("nosuch", soon), "Failed", reads},

@@ -44,8 +44,9 @@ type Config struct {
 	Endpoint catalog.Endpoint
 	// Target is the new version's ARN (qualified): the only thing invoked.
 	Target string
-	// Instance is read from; empty: the hook checks nothing and lets the
-	// deployment go on.
+	// Instance is read from; empty: the new version is only asked to
+	// refuse a request without a token, which proves that it starts and
+	// reads its settings and access document.
 	Instance string
 	// Class is the interface-class path segment the functions serve.
 	Class string
@@ -132,17 +133,21 @@ func (h *Hook) checkSafely(ctx context.Context, deploymentID string) (err error)
 // Check sends the new version its probes and returns what was wrong with
 // the answers, all of it.
 func (h *Hook) Check(ctx context.Context, deploymentID string) error {
-	if h.cfg.Instance == "" {
-		h.log.InfoContext(ctx, "pre-traffic check skipped: no instance named (PreTrafficInstance)", "target", h.cfg.Target)
-		return nil
-	}
-	token, err := h.token(ctx, h.cfg.Instance)
-	if err != nil {
-		return fmt.Errorf("minting a token for %s: %w", h.cfg.Instance, err)
+	instance, token, probes := h.cfg.Instance, "", Probes(h.cat, h.cfg.Endpoint)
+	if instance == "" {
+		// A version that cannot start (a setting it refuses, a binary
+		// that crashes) must not take traffic even so.
+		h.log.InfoContext(ctx, "pre-traffic check without an instance (PreTrafficInstance): the new version is only asked to refuse a request without a token", "target", h.cfg.Target)
+		instance, probes = strangerInstance, []Probe{stranger}
+	} else {
+		var err error
+		if token, err = h.token(ctx, instance); err != nil {
+			return fmt.Errorf("minting a token for %s: %w", instance, err)
+		}
 	}
 	var errs []error
-	for i, p := range Probes(h.cat, h.cfg.Endpoint) {
-		ev := h.event(p, token, fmt.Sprintf("pretraffic-%s-%d", deploymentID, i))
+	for i, p := range probes {
+		ev := h.event(instance, p, token, fmt.Sprintf("pretraffic-%s-%d", deploymentID, i))
 		if err := h.send(ctx, ev, p); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", p.Name, err))
 			continue
@@ -156,10 +161,16 @@ func (h *Hook) Check(ctx context.Context, deploymentID string) error {
 type Probe struct {
 	Name string
 	Body string
-	// Refused is the cod_error the catalog must answer with (400); zero: a
-	// read's answer (200, data or the database's own refusal).
+	// Refused is the cod_error the answer must carry, with its status;
+	// zero: a read's answer (200, data or the database's own refusal).
 	Refused erp.Code
 }
+
+// stranger is the probe of a hook with no instance to read: a request
+// without a token, for strangerInstance.
+var stranger = Probe{Name: "a request without a token", Body: `{"CLAVE":"PreTraffic_Check"}`, Refused: erp.CodeUnauthorized}
+
+const strangerInstance = "pretraffic-check"
 
 // Probes are the requests sent to a version serving endpoint: one read of
 // each of the catalog's reads, every required parameter given an example
@@ -197,10 +208,13 @@ func Probes(cat *catalog.Catalog, endpoint catalog.Endpoint) []Probe {
 }
 
 // event is the probe as API Gateway would hand it to the function.
-func (h *Hook) event(p Probe, token, requestID string) events.APIGatewayProxyRequest {
+func (h *Hook) event(instance string, p Probe, token, requestID string) events.APIGatewayProxyRequest {
 	resource := "/{instance}/RestServerIsapi.dll/api/v1/{class}/" + string(h.cfg.Endpoint)
-	path := "/" + h.cfg.Instance + "/RestServerIsapi.dll/api/v1/" + h.cfg.Class + "/" + string(h.cfg.Endpoint)
-	headers := map[string]string{"Content-Type": "application/json", "Authorization": "Bearer " + token, "User-Agent": "erp-gateway-pretraffic"}
+	path := "/" + instance + "/RestServerIsapi.dll/api/v1/" + h.cfg.Class + "/" + string(h.cfg.Endpoint)
+	headers := map[string]string{"Content-Type": "application/json", "User-Agent": "erp-gateway-pretraffic"}
+	if token != "" {
+		headers["Authorization"] = "Bearer " + token
+	}
 	multi := make(map[string][]string, len(headers))
 	for k, v := range headers {
 		multi[k] = []string{v}
@@ -208,7 +222,7 @@ func (h *Hook) event(p Probe, token, requestID string) events.APIGatewayProxyReq
 	return events.APIGatewayProxyRequest{
 		Resource: resource, Path: path, HTTPMethod: http.MethodPost,
 		Headers: headers, MultiValueHeaders: multi,
-		PathParameters: map[string]string{"instance": h.cfg.Instance, "class": h.cfg.Class},
+		PathParameters: map[string]string{"instance": instance, "class": h.cfg.Class},
 		RequestContext: events.APIGatewayProxyRequestContext{
 			RequestID: requestID, ResourcePath: resource, HTTPMethod: http.MethodPost, Path: path, Stage: "pretraffic",
 			Identity: events.APIGatewayRequestIdentity{SourceIP: "127.0.0.1", UserAgent: "erp-gateway-pretraffic"},
@@ -281,8 +295,8 @@ func wellFormed(resp events.APIGatewayProxyResponse, p Probe) error {
 		return fmt.Errorf("status %d, a body without cod_error: %s", resp.StatusCode, clip([]byte(resp.Body)))
 	}
 	if p.Refused != 0 {
-		if resp.StatusCode != http.StatusBadRequest || *answer.Code != int(p.Refused) || answer.ExExecSQL == nil {
-			return fmt.Errorf("want 400 with cod_error %d, got %d with %s", p.Refused, resp.StatusCode, clip([]byte(resp.Body)))
+		if resp.StatusCode != p.Refused.Status() || *answer.Code != int(p.Refused) || answer.ExExecSQL == nil {
+			return fmt.Errorf("want %d with cod_error %d, got %d with %s", p.Refused.Status(), p.Refused, resp.StatusCode, clip([]byte(resp.Body)))
 		}
 		return nil
 	}

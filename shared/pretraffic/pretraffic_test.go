@@ -40,6 +40,8 @@ func TestWellFormed(t *testing.T) {
 		{"the refusal wanted", refusal, 400, `{"cod_error":1004,"ex_execsql":"CLAVE unknown"}`, true},
 		{"another refusal", refusal, 401, `{"cod_error":1105,"ex_execsql":"credentials"}`, false},
 		{"accepted instead of refused", refusal, 200, `{"cod_error":0,"data":[]}`, false},
+		{"a stranger refused", stranger, 401, `{"cod_error":1105,"ex_execsql":"credentials"}`, true},
+		{"a stranger served", stranger, 400, `{"cod_error":1004,"ex_execsql":"CLAVE unknown"}`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
