@@ -3,6 +3,7 @@ package functions_test
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -31,6 +32,8 @@ type runtimeAPI struct {
 	results map[string]chan result
 	seq     atomic.Int64 // request ids, unique among concurrent invocations
 	pause   atomic.Int64 // a time.Duration: see readStream
+	// limit is the functions' timeout, a time.Duration (25 s when zero).
+	limit atomic.Int64
 }
 
 type invocation struct {
@@ -63,7 +66,7 @@ func newRuntimeAPI(t testing.TB) (*runtimeAPI, *httptest.Server) {
 		case inv := <-r.events:
 			h := w.Header()
 			h.Set("Lambda-Runtime-Aws-Request-Id", inv.id)
-			h.Set("Lambda-Runtime-Deadline-Ms", strconv.FormatInt(time.Now().Add(25*time.Second).UnixMilli(), 10))
+			h.Set("Lambda-Runtime-Deadline-Ms", strconv.FormatInt(time.Now().Add(cmp.Or(time.Duration(r.limit.Load()), 25*time.Second)).UnixMilli(), 10))
 			h.Set("Lambda-Runtime-Invoked-Function-Arn", "arn:aws:lambda:us-east-1:123456789012:function:erp-gateway-ExecuteQueryFunction")
 			h.Set("Lambda-Runtime-Trace-Id", "Root=1-6740a1b2-0123456789abcdef01234567;Parent=53995c3f42cd8ad8;Sampled=1")
 			h.Set("Content-Type", "application/json")

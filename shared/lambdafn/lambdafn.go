@@ -196,7 +196,8 @@ func instanceSource(s settings.Settings, sm func() (*secretsmanager.Client, erro
 // Handle serves one API Gateway event. The Lambda deadline and the API
 // Gateway request context reach the handler through ctx.
 func (f *Function) Handle(ctx context.Context, event events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
-	ctx, ids := f.requestContext(ctx, event)
+	ctx, ids, cancel := f.requestContext(ctx, event)
+	defer cancel()
 	if err := usable(event); err != nil {
 		f.log.WarnContext(ctx, "unusable event", "request_id", ids.API, "lambda_request_id", ids.Lambda, "err", gateway.Loggable(err.Error()))
 		return badEvent(ids.API), nil
@@ -223,9 +224,21 @@ func usable(event events.APIGatewayProxyRequest) error {
 	return err
 }
 
+// answerTime is kept back from Lambda's deadline: whatever the request's
+// own bounds, its calls end this long before Lambda stops the function, so
+// that it still sends its answer (a 503 saying the database did not answer
+// in time) where API Gateway would answer a bare 502 after a secret
+// lookup and a database call had together outlasted the function.
+const answerTime = time.Second
+
 // requestContext hands the handler what the event says of the request: the
-// instance API Gateway matched and the request's ids.
-func (f *Function) requestContext(ctx context.Context, event events.APIGatewayProxyRequest) (context.Context, gateway.RequestIDs) {
+// instance API Gateway matched and the request's ids, with Lambda's
+// deadline less answerTime; cancel releases it once the answer is sent.
+func (f *Function) requestContext(ctx context.Context, event events.APIGatewayProxyRequest) (_ context.Context, _ gateway.RequestIDs, cancel context.CancelFunc) {
+	cancel = func() {}
+	if deadline, ok := ctx.Deadline(); ok {
+		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-answerTime))
+	}
 	if name, ok := event.PathParameters["instance"]; ok {
 		ctx = gateway.WithPathInstance(ctx, name)
 	}
@@ -233,7 +246,7 @@ func (f *Function) requestContext(ctx context.Context, event events.APIGatewayPr
 	if lc, ok := lambdacontext.FromContext(ctx); ok {
 		ids.Lambda = lc.AwsRequestID
 	}
-	return gateway.WithRequestIDs(ctx, ids), ids
+	return gateway.WithRequestIDs(ctx, ids), ids, cancel
 }
 
 // Handler is what lambda.Start serves: HandleStream where the integration

@@ -20,7 +20,7 @@ import (
 // constant memory. aws-lambda-go-api-proxy only buffers: it still turns the
 // event into the request, and this side writes the response.
 func (f *Function) HandleStream(ctx context.Context, event events.APIGatewayProxyRequest) (*events.APIGatewayProxyStreamingResponse, error) {
-	ctx, ids := f.requestContext(ctx, event)
+	ctx, ids, cancel := f.requestContext(ctx, event)
 	err := usable(event)
 	var req *http.Request
 	if err == nil {
@@ -28,12 +28,15 @@ func (f *Function) HandleStream(ctx context.Context, event events.APIGatewayProx
 	}
 	if err != nil {
 		f.log.WarnContext(ctx, "unusable event", "request_id", ids.API, "lambda_request_id", ids.Lambda, "err", gateway.Loggable(err.Error()))
+		cancel()
 		bad := badEvent(ids.API)
 		return &events.APIGatewayProxyStreamingResponse{StatusCode: bad.StatusCode, MultiValueHeaders: bad.MultiValueHeaders, Body: strings.NewReader(bad.Body)}, nil
 	}
 	pr, pw := io.Pipe()
 	w := &streamWriter{header: http.Header{}, pw: pw, ready: make(chan struct{})}
 	go func() {
+		// The answer streams after HandleStream returns.
+		defer cancel()
 		defer func() {
 			// The handler panics with http.ErrAbortHandler to leave a
 			// body unended: the runtime then ends the stream with its
