@@ -172,8 +172,12 @@ func TestTemplateGatewayResponsesUseTheCatalogCodes(t *testing.T) {
 		if status := tplAt(got[kind], "statusCode"); (w.status == "" && status != nil) || (w.status != "" && status != w.status) {
 			t.Errorf("%s answers status %v, want %q", kind, status, w.status)
 		}
-		if h := tplAt(got[kind], "responseParameters", "gatewayresponse.header.X-Content-Type-Options"); h != "'nosniff'" {
-			t.Errorf("%s answers X-Content-Type-Options %v, want nosniff", kind, h)
+		// As the gateway's own answers: never cached, and traceable by
+		// the request id the access log and a client's report share.
+		for h, v := range map[string]string{"X-Content-Type-Options": "'nosniff'", "Cache-Control": "'no-store'", "X-Request-Id": "context.requestId"} {
+			if got := tplAt(got[kind], "responseParameters", "gatewayresponse.header."+h); got != v {
+				t.Errorf("%s answers %s %v, want %s", kind, h, got, v)
+			}
 		}
 	}
 	// WAF's own answers carry it too.

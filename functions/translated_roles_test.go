@@ -265,21 +265,25 @@ func TestTranslatedWafByDefault(t *testing.T) {
 }
 
 // TestTranslatedTlsPolicy: the API's own execute-api hostname and the custom
-// domain speak TLS 1.3 only by default, in the STRICT endpoint access mode
-// AWS recommends for an enhanced policy; the legacy TLS_1_2 goes without
-// one. The tokens cross whichever a deployment serves.
+// domain speak TLS 1.3 and 1.2 (strong ciphers) by default, as clients of
+// the original IIS service may need, in the STRICT endpoint access mode AWS
+// recommends for an enhanced policy; TLS 1.3 alone when asked; the legacy
+// TLS_1_2 goes without one. The tokens cross whichever a deployment serves.
 func TestTranslatedTlsPolicy(t *testing.T) {
 	domain := map[string]string{"DomainName": "erp-api.example.com", "CertificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/1"}
 	legacy := maps.Clone(domain)
 	legacy["TlsPolicy"] = "TLS_1_2"
-	for i, s := range translate(t, domain, legacy, map[string]string{}) {
+	only13 := maps.Clone(domain)
+	only13["TlsPolicy"] = "SecurityPolicy_TLS13_1_3_2025_09"
+	want := []string{"SecurityPolicy_TLS13_1_2_2021_06", "TLS_1_2", "SecurityPolicy_TLS13_1_2_2021_06", "SecurityPolicy_TLS13_1_3_2025_09"}
+	for i, s := range translate(t, domain, legacy, map[string]string{}, only13) {
 		for typ, id := range map[string]string{"AWS::ApiGateway::DomainName": "CustomDomain", "AWS::ApiGateway::RestApi": "Api"} {
 			d := s.ofType(typ)[id]
 			if d == nil && typ == "AWS::ApiGateway::DomainName" && i == 2 {
 				continue // no custom domain
 			}
 			policy, mode := tplAt(d, "Properties", "SecurityPolicy"), tplAt(d, "Properties", "EndpointAccessMode")
-			if i != 1 && (policy != "SecurityPolicy_TLS13_1_3_2025_09" || mode != "STRICT") || i == 1 && (policy != "TLS_1_2" || mode != nil) {
+			if policy != want[i] || i != 1 && mode != "STRICT" || i == 1 && mode != nil {
 				t.Errorf("stack %d, %s: SecurityPolicy %v, EndpointAccessMode %v", i, id, policy, mode)
 			}
 		}
