@@ -10,6 +10,8 @@ TOOL = go build -o bin/tools/ ./infra/$(1) && bin/tools/$(1)
 # make deploy never do.
 DEMO_CATALOG := infra/catalog.demo.json
 TOOLS_CATALOG = $(or $(CATALOG),$(if $(filter infra/instances.demo.json,$(INSTANCES)),$(DEMO_CATALOG)))
+# Minting reads no instances file: the demo's catalog for the demo instance.
+TOKEN_CATALOG = $(or $(CATALOG),$(if $(filter demo,$(INSTANCE)),$(DEMO_CATALOG)))
 # The demo key is public: make run uses it; make serve needs ACCESS=file.
 DEMO_ACCESS := infra/access.demo.json
 DEMO_SIGNING_KEY := infra/signing-key.demo.json
@@ -37,12 +39,13 @@ help:
 # Mint a bearer token for INSTANCE with a signing key: a file (SIGNING_KEY,
 # the demo's by default) or, with SIGNING_KEY_SECRET=id, a secret the
 # functions cannot read. READ_ONLY=1, CLAVES=a,b (checked against
-# CATALOG=file, else the built-in catalog) and EXPIRES=YYYY-MM-DD limit the
+# CATALOG=file, else the demo's for INSTANCE=demo and the built-in one for
+# any other) and EXPIRES=YYYY-MM-DD limit the
 # token (a year when not given; EXPIRES=never for none; infra/docs/configuration.md, "Tokens").
 # ACCESS=file or ACCESS_SECRET=id: check the token with that access document.
 token:
 	@$(call TOOL,minttoken) -instance '$(INSTANCE)' $(if $(SIGNING_KEY_SECRET),-signing-key-secret '$(SIGNING_KEY_SECRET)',-signing-key '$(or $(SIGNING_KEY),$(DEMO_SIGNING_KEY))') \
-		$(if $(READ_ONLY),-read-only) $(if $(CLAVES),-claves '$(CLAVES)') $(if $(EXPIRES),-expires '$(EXPIRES)') $(if $(TOOLS_CATALOG),-catalog '$(TOOLS_CATALOG)') \
+		$(if $(READ_ONLY),-read-only) $(if $(CLAVES),-claves '$(CLAVES)') $(if $(EXPIRES),-expires '$(EXPIRES)') $(if $(TOKEN_CATALOG),-catalog '$(TOKEN_CATALOG)') \
 		$(if $(ACCESS),-access '$(ACCESS)') $(if $(ACCESS_SECRET),-access-secret '$(ACCESS_SECRET)')
 
 # A new signing key, ID=its id (a date, say), and the public key the access

@@ -117,7 +117,11 @@ func run(ctx context.Context, c config, hc *http.Client, out io.Writer) (int, er
 	if err := comp.AddResource("https://erp-gateway.example/openapi.json", doc); err != nil {
 		return 0, err
 	}
-	k := &checker{c: c, hc: hc, out: out, raw: raw, doc: doc.(map[string]any), schemas: comp}
+	top, ok := doc.(map[string]any)
+	if _, isAPI := top["openapi"]; !ok || !isAPI {
+		return 0, fmt.Errorf("%s: not an OpenAPI document (make openapi writes one)", c.openapi)
+	}
+	k := &checker{c: c, hc: hc, out: out, raw: raw, doc: top, schemas: comp}
 	for _, body := range c.found {
 		k.found(ctx, body)
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -148,5 +149,21 @@ func TestRequestBody(t *testing.T) {
 	}
 	if _, err := requestBody("Get_X"); err == nil {
 		t.Error("accepted a CLAVE without fields")
+	}
+}
+
+// TestNotAnOpenAPIDocument: a file that is JSON but no OpenAPI document is
+// refused with a sentence, where the check panicked on {} and [].
+func TestNotAnOpenAPIDocument(t *testing.T) {
+	for _, doc := range []string{`{}`, `[]`, `"x"`, `{"openapi":"3.1.0","components":[]}`} {
+		file := t.TempDir() + "/openapi.json"
+		if err := os.WriteFile(file, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		_, err := run(context.Background(), config{openapi: file, base: "http://127.0.0.1:1"}, http.DefaultClient, &out)
+		if doc != `{"openapi":"3.1.0","components":[]}` && (err == nil || !strings.Contains(err.Error(), "not an OpenAPI document")) {
+			t.Errorf("%s: %v", doc, err)
+		}
 	}
 }

@@ -88,24 +88,26 @@ func (k *checker) refusals(ctx context.Context) {
 // aReadWithATextParam finds, in the document, a read whose first required
 // parameter after CLAVE is text with a maximum length.
 func (k *checker) aReadWithATextParam() (clave string, maxLen int, param string) {
-	schemas, _ := k.doc["components"].(map[string]any)["schemas"].(map[string]any)
+	components, _ := k.doc["components"].(map[string]any)
+	schemas, _ := components["schemas"].(map[string]any)
 	for name, s := range schemas {
 		c, ok := strings.CutSuffix(name, ".request")
 		if !ok {
 			continue
 		}
-		sm := s.(map[string]any)
+		sm, _ := s.(map[string]any)
 		if k.isWrite(c) {
 			continue
 		}
 		req, _ := sm["required"].([]any)
 		props, _ := sm["properties"].(map[string]any)
 		for _, r := range req {
-			p, _ := props[r.(string)].(map[string]any)
+			name, _ := r.(string)
+			p, _ := props[name].(map[string]any)
 			if n, ok := p["maxLength"].(json.Number); ok {
 				if clave == "" || c < clave {
 					v, _ := n.Int64()
-					clave, maxLen, param = c, int(v), r.(string)
+					clave, maxLen, param = c, int(v), name
 				}
 				break
 			}

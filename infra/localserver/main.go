@@ -69,6 +69,10 @@ func run(addr, instancesPath, accessPath, basePath string, readTimeout time.Dura
 	if err != nil {
 		return err
 	}
+	if len(instances.Names()) == 0 {
+		// Every request would answer 401, as for a name that does not exist.
+		return fmt.Errorf("instances file %s names no instance: there is nothing to serve", instancesPath)
+	}
 	load := func(context.Context) ([]byte, error) { return os.ReadFile(accessPath) }
 	acc, err := access.Start(context.Background(), load, access.Options{}, log)
 	if err != nil {

@@ -181,6 +181,9 @@ func instanceSource(s settings.Settings, sm func() (*secretsmanager.Client, erro
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", settings.EnvInstancesJSON, err)
 		}
+		if s.SecretPrefix != "" {
+			log.Warn("instances read from "+settings.EnvInstancesJSON+", not from Secrets Manager: "+settings.EnvSecretPrefix+" is ignored while it is set", "instances", len(f.Names()))
+		}
 		return f, nil
 	}
 	if s.SecretPrefix == "" {

@@ -472,3 +472,29 @@ func TestReadsWithAUserOfTheirOwn(t *testing.T) {
 		t.Fatalf("the reader's health with a write granted: %d %s", resp.StatusCode, resp.Body)
 	}
 }
+
+// TestInlineInstancesOverSecretsManagerAreSaid: GATEWAY_INSTANCES_JSON (sam
+// local, tests) wins over GATEWAY_SECRET_PREFIX, and a function given both
+// says so at start, where it used to serve the inline instances silently.
+func TestInlineInstancesOverSecretsManagerAreSaid(t *testing.T) {
+	_, data := fbtest.Access(t)
+	inline := `{"norte":{"host":"127.0.0.1","database":"x","user":"u","password":"hunter2"}}`
+	for _, tt := range []struct {
+		name   string
+		prefix string
+		warned bool
+	}{{"inline alone", "", false}, {"inline and a prefix", prefix, true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{"GATEWAY_INSTANCES_JSON": inline, "GATEWAY_SECRET_PREFIX": tt.prefix, "GATEWAY_ACCESS_JSON": string(data)}
+			var logs strings.Builder
+			fn, err := lambdafn.New(context.Background(), catalog.ExecuteQuery, "", func(k string) string { return env[k] }, slog.New(slog.NewTextHandler(&logs, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { fn.Close() })
+			if warned := strings.Contains(logs.String(), "GATEWAY_SECRET_PREFIX is ignored"); warned != tt.warned || strings.Contains(logs.String(), "hunter2") {
+				t.Fatalf("warned %v, want %v:\n%s", warned, tt.warned, logs.String())
+			}
+		})
+	}
+}
