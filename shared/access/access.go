@@ -91,6 +91,9 @@ func Parse(data []byte) (*Document, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("access document: something follows the document's closing brace: give one JSON object")
 	}
+	if name := erp.Repeated(data, true); name != "" {
+		return nil, fmt.Errorf("access document: %q is given twice: give each field once", name)
+	}
 	var keys map[string]string
 	if len(raw.Keys) > 0 {
 		if err := json.Unmarshal(raw.Keys, &keys); err != nil {
@@ -102,7 +105,7 @@ func Parse(data []byte) (*Document, error) {
 	}
 	// JSON keeps the last of two equal names without a word: a second key
 	// added under the first's id would revoke every token of the first.
-	if id := twice(raw.Keys); id != "" {
+	if id := erp.Repeated(raw.Keys, false); id != "" {
 		return nil, fmt.Errorf("access document: key id %q is given twice: a key needs an id of its own", id)
 	}
 	d := &Document{keys: make(map[string]ed25519.PublicKey, len(keys)), anonymous: map[string]bool{}}
@@ -134,31 +137,6 @@ func Parse(data []byte) (*Document, error) {
 		d.anonymous[name] = true
 	}
 	return d, nil
-}
-
-// twice returns a name the JSON object obj holds more than once, or "".
-func twice(obj json.RawMessage) string {
-	dec := json.NewDecoder(bytes.NewReader(obj))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return ""
-	}
-	seen := map[string]bool{}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return ""
-		}
-		name, _ := t.(string)
-		if seen[name] {
-			return name
-		}
-		seen[name] = true
-		var value json.RawMessage
-		if dec.Decode(&value) != nil {
-			return ""
-		}
-	}
-	return ""
 }
 
 // decode reads a key of size bytes in base64; its errors never quote it.
@@ -229,8 +207,8 @@ func ParseSigner(data []byte) (*Signer, error) {
 	if err := dec.Decode(&raw); err != nil {
 		return nil, errors.New(`signing key: not a JSON object of "key_id" and "private_key" (make token-key)`)
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New(`signing key: something follows the key's closing brace: give one JSON object (make token-key)`)
+	if _, err := dec.Token(); err != io.EOF || erp.Repeated(data, true) != "" {
+		return nil, errors.New(`signing key: give one JSON object, each field once (make token-key)`)
 	}
 	if !validKeyID.MatchString(raw.KeyID) {
 		return nil, fmt.Errorf("signing key: key_id %q: want 1 to 32 letters, digits or -", raw.KeyID)

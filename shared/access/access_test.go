@@ -144,6 +144,7 @@ func TestParse(t *testing.T) {
 		{"one id twice", `{"keys":{"2027-05":"` + key + `","2027-05":"` + keyB + `"}}`, `key id "2027-05" is given twice`},
 		{"keys not an object", `{"keys":["` + key + `"]}`, `"keys": want an object`},
 		{"keys null", `{"keys":null}`, `"keys" names no key`},
+		{"keys twice", `{"keys":{"a":"` + key + `"},"Keys":{}}`, `"Keys" is given twice`},
 		{"two documents", `{"keys":{"a":"` + key + `"}}{"keys":{"b":"` + keyB + `"}}`, "something follows the document's closing brace"},
 	}
 	for _, tt := range tests {
@@ -171,7 +172,8 @@ func TestParseSigner(t *testing.T) {
 		{"a bad key id", `{"key_id":"a_b","private_key":"` + seed + `"}`, `key_id "a_b"`},
 		{"a short key", `{"key_id":"a","private_key":"c2hvcnQ="}`, "5 bytes"},
 		{"not base64", `{"key_id":"a","private_key":"%%%"}`, "not base64"},
-		{"two keys", `{"key_id":"a","private_key":"` + seed + `"}{"key_id":"b","private_key":"` + seed + `"}`, "something follows the key's closing brace"},
+		{"two keys", `{"key_id":"a","private_key":"` + seed + `"}{"key_id":"b","private_key":"` + seed + `"}`, "give one JSON object, each field once"},
+		{"a field twice", `{"key_id":"a","private_key":"` + seed + `","key_id":"b"}`, "give one JSON object, each field once"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := ParseSigner([]byte(tt.data))

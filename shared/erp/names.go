@@ -1,6 +1,11 @@
 package erp
 
-import "regexp"
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"strings"
+)
 
 var (
 	validInstance = regexp.MustCompile(InstanceNamePattern)
@@ -34,4 +39,37 @@ func ValidKey(k string) bool {
 		}
 	}
 	return true
+}
+
+// Repeated returns a member name the JSON object obj gives more than once,
+// or "" (also when obj is no object). Go's decoder keeps the last of them
+// without a word: in a document an operator edits (an instance's, the
+// access document) the first, a revocation say, would be lost. fold
+// compares names as the decoder matches struct fields, in any case.
+func Repeated(obj []byte, fold bool) string {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		name, _ := t.(string)
+		key := name
+		if fold {
+			key = strings.ToLower(name)
+		}
+		if seen[key] {
+			return name
+		}
+		seen[key] = true
+		var value json.RawMessage
+		if dec.Decode(&value) != nil {
+			return ""
+		}
+	}
+	return ""
 }

@@ -26,3 +26,23 @@ func TestValidTokenID(t *testing.T) {
 		}
 	}
 }
+
+func TestRepeated(t *testing.T) {
+	for _, tt := range []struct {
+		obj  string
+		fold bool
+		want string
+	}{
+		{`{"a":1,"b":{"a":2}}`, false, ""},
+		{`{"a":1,"a":2}`, false, "a"},
+		{`{"a":1,"A":2}`, false, ""},
+		{`{"a":1,"A":2}`, true, "A"},
+		{` {"a":[1,{"a":1}],"b":"a"} `, true, ""},
+		{`[1,1]`, true, ""},
+		{`{"a":`, true, ""},
+	} {
+		if got := Repeated([]byte(tt.obj), tt.fold); got != tt.want {
+			t.Errorf("Repeated(%s, %v) = %q, want %q", tt.obj, tt.fold, got, tt.want)
+		}
+	}
+}

@@ -60,6 +60,9 @@ func ParseInstance(data []byte) (Instance, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return Instance{}, errors.New("instance document: something follows the document's closing brace: give one JSON object")
 	}
+	if name := erp.Repeated(data, true); name != "" {
+		return Instance{}, fmt.Errorf("instance document: %q is given twice: give each setting once (a list, such as revoked_tokens, holds all its values)", name)
+	}
 	if err := inst.Connection.Check(); err != nil {
 		return Instance{}, fmt.Errorf("instance document: %w", err)
 	}
@@ -94,7 +97,12 @@ func retired(data []byte) error {
 func scrub(err error) error {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
-	if errors.As(err, &syn) || errors.As(err, &typ) {
+	switch {
+	case errors.As(err, &syn):
+		// Its text quotes the character it stopped at, which may be one
+		// of a password's.
+		return fmt.Errorf("not valid JSON at byte %d", syn.Offset)
+	case errors.As(err, &typ):
 		return err
 	}
 	if strings.HasPrefix(err.Error(), "json: unknown field") {
@@ -127,6 +135,9 @@ func ParseFile(data []byte) (*File, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, scrub(err)
+	}
+	if name := erp.Repeated(data, false); name != "" {
+		return nil, fmt.Errorf("instance %q is given twice", name)
 	}
 	f := &File{instances: make(map[string]Instance, len(raw))}
 	for name, doc := range raw {

@@ -24,6 +24,11 @@ func TestParseInstance(t *testing.T) {
 		{"a document and more", `{"host":"h","database":"d","user":"u","password":"hunter2"} x`, "something follows"},
 		{"wire_crypt as a number", `{"host":"h","database":"d","user":"u","wire_crypt":1}`, `wire_crypt must be "required", "enabled" or "disabled"`},
 		{"wire_crypt as an object", `{"host":"h","database":"d","user":"u","wire_crypt":{"password":"hunter2"}}`, `wire_crypt must be`},
+		// A second revoked_tokens line, added instead of extending the
+		// list, would otherwise drop the first's revocations.
+		{"a setting twice", `{"host":"h","database":"d","user":"u","password":"hunter2","revoked_tokens":["0123456789abcdef0123456789abcdef"],"revoked_tokens":[]}`, `"revoked_tokens" is given twice`},
+		{"a setting twice, in another case", `{"host":"h","database":"d","user":"u","password":"hunter2","Password":"x"}`, `"Password" is given twice`},
+		{"a password unquoted is not quoted back", `{"host":"h","database":"d","user":"u","password":hunter2}`, "not valid JSON at byte"},
 		{"the machine's zone", `{"host":"h","database":"d","user":"u","timezone":"Local"}`, "timezone must be an IANA zone name"},
 	}
 	for _, tt := range tests {
@@ -60,5 +65,9 @@ func TestLoadFile(t *testing.T) {
 	os.WriteFile(bad, []byte(`{"a.b":{"host":"h","database":"d","user":"u"}}`), 0o600)
 	if _, err := LoadFile(bad); err == nil {
 		t.Fatal("accepted an invalid instance name")
+	}
+	os.WriteFile(bad, []byte(`{"a":{"host":"h","database":"d","user":"u"},"a":{"host":"i","database":"d","user":"u"}}`), 0o600)
+	if _, err := LoadFile(bad); err == nil || !strings.Contains(err.Error(), `instance "a" is given twice`) {
+		t.Fatalf("an instance given twice: %v", err)
 	}
 }
