@@ -124,7 +124,11 @@ func check(ctx context.Context, file, secret, instance, token string) (string, e
 		return "", fmt.Errorf("the access document does not open instance %s with this token (%w): add the signing key's public key to its \"keys\"", instance, err)
 	}
 	what := "the access document " + cmp.Or(file, secret)
-	if doc.HoldsDemoKey() {
+	switch {
+	case doc.HoldsDemoKey() && secret != "":
+		// A deployment's document: it refuses every token (1207).
+		return "", fmt.Errorf("the access document %s holds the public demo key, so the deployment reading it refuses every token (1207): replace that key with one of your own (make token-key)", secret)
+	case doc.HoldsDemoKey():
 		what += ", which holds the public demo key: a deployment reading it refuses every token (1207)"
 	}
 	return "it opens instance " + instance + " with " + what, nil

@@ -136,6 +136,7 @@ func TestChecksTheAccessDocument(t *testing.T) {
 	sm.Put("erp-gateway/access", `{"keys":{`+entry+`}}`)
 	sm.Put("erp-gateway/twice", `{"keys":{`+entry+`,`+strings.Replace(demoEntry, `"demo"`, `"2027-05"`, 1)+`}}`)
 	sm.Put("erp-gateway-minting/2027-05", text[strings.Index(text, "{"):strings.Index(text, "}")+1])
+	sm.Put("erp-gateway/demo-access", string(demo))
 	tests := []struct {
 		name string
 		args []string
@@ -150,6 +151,9 @@ func TestChecksTheAccessDocument(t *testing.T) {
 			"it opens instance acme with the access document erp-gateway/access\n"},
 		{"a document without the key", []string{"-signing-key", ownKey, "-access", "../access.demo.json"},
 			"the access document does not open instance acme with this token"},
+		// What make run's file may hold, a deployment's must not.
+		{"the demo key in a deployment's document", []string{"-signing-key", "../signing-key.demo.json", "-access-secret", "erp-gateway/demo-access"},
+			"holds the public demo key, so the deployment reading it refuses every token (1207)"},
 		{"a document giving an id twice", []string{"-signing-key", ownKey, "-access-secret", "erp-gateway/twice"}, `key id "2027-05" is given twice`},
 		{"a document that is not there", []string{"-signing-key", ownKey, "-access-secret", "erp-gateway/none"}, "erp-gateway/none"},
 		{"a stray word before a limit", []string{"-signing-key", ownKey, "-read-only", "true", "-expires", "2h"}, `"true" is not a flag`},
