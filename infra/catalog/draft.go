@@ -122,6 +122,26 @@ func fieldNames(inputs []catalog.DBParam) []string {
 	return names
 }
 
+// fieldOf is the request field of the write's input that a read-back's
+// input named name takes: the input of that name, else the one input
+// whose name is the same without P_; "" when none or several are.
+func fieldOf(inputs []catalog.DBParam, name string) string {
+	fields := fieldNames(inputs)
+	if i := slices.IndexFunc(inputs, func(in catalog.DBParam) bool { return in.Name == name }); i >= 0 {
+		return fields[i]
+	}
+	found := ""
+	for i, in := range inputs {
+		if strings.TrimPrefix(in.Name, "P_") == strings.TrimPrefix(name, "P_") {
+			if found != "" {
+				return ""
+			}
+			found = fields[i]
+		}
+	}
+	return found
+}
+
 // param drafts one input parameter, but for its request field's name
 // (fieldNames).
 func param(d catalog.DBParam) (catalog.FileParam, string) {
@@ -170,7 +190,7 @@ func readBack(p catalog.Procedure, params []catalog.FileParam, byName map[string
 		}
 		rb := &catalog.FileReadBack{Procedure: name, Params: []string{}}
 		for _, in := range sel.Inputs {
-			field := strings.TrimPrefix(in.Name, "P_")
+			field := fieldOf(p.Inputs, in.Name)
 			if !have[field] {
 				rb = nil
 				break

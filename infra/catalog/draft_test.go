@@ -89,3 +89,47 @@ func TestDraftNamesFieldsTheGatewayServes(t *testing.T) {
 		})
 	}
 }
+
+// TestReadBackTakesTheWritesFields: a read-back's input binds to the
+// write's input of its name, under that input's field, even when the
+// field kept its whole name (P_CODIGO beside CODIGO).
+func TestReadBackTakesTheWritesFields(t *testing.T) {
+	in := func(names ...string) []catalog.DBParam {
+		var out []catalog.DBParam
+		for _, n := range names {
+			out = append(out, catalog.DBParam{Name: n, Type: "INTEGER"})
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name         string
+		write, read  []string
+		wantReadBack []string // nil: none found
+	}{
+		{"the prefix dropped", []string{"P_CODIGO"}, []string{"P_CODIGO"}, []string{"CODIGO"}},
+		{"the read-back's without P_", []string{"P_CODIGO"}, []string{"CODIGO"}, []string{"CODIGO"}},
+		{"two inputs, one field each", []string{"P_CODIGO", "CODIGO"}, []string{"P_CODIGO"}, []string{"P_CODIGO"}},
+		{"an input the write lacks", []string{"P_CODIGO"}, []string{"P_OTRO"}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			doc, _ := draft([]catalog.Procedure{
+				{Name: "REST_INSERT_X", Exists: true, Inputs: in(tt.write...)},
+				{Name: "REST_SELECT_X", Exists: true, Selectable: true, Inputs: in(tt.read...), Outputs: in("Y")},
+			})
+			for _, op := range doc.Operations {
+				if op.Clave != "Set_X" {
+					continue
+				}
+				var got []string
+				if op.ReadBack != nil {
+					got = op.ReadBack.Params
+				}
+				if !slices.Equal(got, tt.wantReadBack) || (tt.wantReadBack == nil) != (op.ReadBack == nil) {
+					t.Fatalf("read-back %+v, want params %q", op.ReadBack, tt.wantReadBack)
+				}
+				return
+			}
+			t.Fatalf("no Set_X in %+v", doc.Operations)
+		})
+	}
+}
