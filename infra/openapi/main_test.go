@@ -142,6 +142,10 @@ func TestREADMEExamplesFitTheDocument(t *testing.T) {
 	if batches == 0 {
 		t.Error("no batch among the README's examples")
 	}
+	// An optional field sent as null, which a single call may send too.
+	if err := schema("Request.execute").Validate(value(`[{"CLAVE":"Set_Pedido","TERCERO":"1","FECHA":"24.11.2026","NOTA":null}]`)); err != nil {
+		t.Errorf("a batch with a null: %v", err)
+	}
 }
 
 // TestAnswersFitTheirResponses: answers validate against the response

@@ -190,7 +190,6 @@ func operation(in Input, endpoint catalog.Endpoint, ops obj) (op, request obj) {
 		// A batch on execute may read what its writes wrote.
 		for _, clave := range in.Catalog.Claves() {
 			if op, _ := in.Catalog.Lookup(clave); op.Endpoint == catalog.ExecuteQuery {
-				requests = append(requests, ref(clave+".request"))
 				mapping = append(mapping, kv{clave, "#/components/schemas/" + clave + ".request"})
 			}
 		}
@@ -209,7 +208,7 @@ func operation(in Input, endpoint catalog.Endpoint, ops obj) (op, request obj) {
 		// Its CLAVEs named in the description, not an enum, for the same
 		// reason.
 		{"properties", obj{{"CLAVE", obj{{"type", "string"}, {"description", "One of " + strings.Join(claves, ", ") + "."}}}}},
-		{"additionalProperties", obj{{"anyOf", []obj{{{"type", "string"}}, ref("Reference")}}}}}
+		{"additionalProperties", obj{{"anyOf", []obj{{{"type", []string{"string", "null"}}}, ref("Reference")}}}}}
 	batch := obj{{"type", "array"}, {"minItems", 1}, {"maxItems", in.BatchMax},
 		{"description", "A batch (README.md#batches): " + batchCalls + ". A parameter's value may be a Reference: {\"$from\": i, \"$field\": \"NAME\"}, column NAME of the first row of call i's answer (i from 0, an earlier call)."},
 		{"items", call}}
