@@ -109,6 +109,13 @@ func evaluate(t *testing.T, raw map[string]any, set map[string]string) *cfnStack
 		}}
 	for p, def := range mapOf(raw["Parameters"]) {
 		v, ok := set[p]
+		// As CloudFormation checks a value given: its pattern, its list.
+		if pattern, _ := tplAt(def, "AllowedPattern").(string); ok && pattern != "" && !regexp.MustCompile(pattern).MatchString(v) {
+			t.Fatalf("parameter %s=%q: CloudFormation refuses it (AllowedPattern %s)", p, v, pattern)
+		}
+		if allowed := tplList(tplAt(def, "AllowedValues")); ok && allowed != nil && !slices.ContainsFunc(allowed, func(a any) bool { return fmt.Sprint(a) == v }) {
+			t.Fatalf("parameter %s=%q: CloudFormation refuses it (AllowedValues %v)", p, v, allowed)
+		}
 		if !ok {
 			v = fmt.Sprint(tplAt(def, "Default"))
 			if tplAt(def, "Default") == nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/gateway"
 	"github.com/erp-gateway/gateway/shared/lambdafn"
+	"github.com/erp-gateway/gateway/shared/settings"
 )
 
 // The tests here hold the template to the code: the routes the handler
@@ -319,4 +320,29 @@ func TestTemplateAccessLogIsTheReadmes(t *testing.T) {
 	}
 	slices.Sort(listed)
 	tplSame(t, "README's access log fields", listed, slices.Sorted(maps.Keys(fields)))
+}
+
+// TestDatabaseTimeoutIsOneTheFunctionsRead: CloudFormation refuses, by the
+// parameter's AllowedPattern, exactly the DatabaseTimeout values the
+// functions would refuse at every cold start (20 with no unit, say), so a
+// deployment never ships a setting that stops them.
+func TestDatabaseTimeoutIsOneTheFunctionsRead(t *testing.T) {
+	s := translate(t, map[string]string{})[0]
+	pattern, _ := tplAt(s.raw, "Parameters", "DatabaseTimeout", "AllowedPattern").(string)
+	re, err := regexp.Compile(pattern)
+	if pattern == "" || err != nil {
+		t.Fatalf("DatabaseTimeout's AllowedPattern %q: %v", pattern, err)
+	}
+	for _, v := range []string{"20s", "1500ms", "1m30s", "0.5s", "20", "20 s", "s", "-5s", "1h", ""} {
+		_, err := settings.Read(func(k string) string {
+			if k == settings.EnvDBTimeout {
+				return v
+			}
+			return ""
+		})
+		read := err == nil && v != ""
+		if got := re.MatchString(v); got != read {
+			t.Errorf("DatabaseTimeout %q: the template takes it %v, the functions %v (%v)", v, got, read, err)
+		}
+	}
 }
