@@ -15,6 +15,11 @@ type Options struct {
 	// key that does not exist, or a source that refuses, is not asked at
 	// every call.
 	NegativeTTL time.Duration
+	// ColdRetry: a failure Keep accepts, for a key with no value to serve
+	// (its first fetch, or a value past its bound), is asked again after
+	// this instead: nothing is served meanwhile, so a source's moment of
+	// trouble must not refuse the key for long. 0: NegativeTTL.
+	ColdRetry time.Duration
 	// StaleFor: past its TTL, a value serves this much longer while fetches
 	// fail with errors Keep accepts; never longer, however they fail.
 	StaleFor time.Duration
@@ -151,7 +156,11 @@ func (c *Cache[K, V]) settle(e *entry[V], v V, err error, began time.Time) {
 		}
 	default:
 		var zero V
-		e.val, e.ok, e.err, e.until = zero, false, err, now.Add(c.o.NegativeTTL)
+		ttl := c.o.NegativeTTL
+		if c.o.ColdRetry > 0 && c.o.Keep != nil && c.o.Keep(err) {
+			ttl = c.o.ColdRetry
+		}
+		e.val, e.ok, e.err, e.until = zero, false, err, now.Add(ttl)
 	}
 }
 

@@ -254,6 +254,22 @@ func TestThrottledSecretsManagerAnswers503(t *testing.T) {
 		t.Fatalf("took %s", took)
 	}
 	t.Logf("throttled: 503 after %s and %d calls", time.Since(start).Round(time.Millisecond), sm.Calls(prefix+"norte"))
+
+	// The throttling ends: the instance, which had no document to serve,
+	// serves again within ColdRetry (5 s), not NegativeTTL (30 s), and is
+	// not asked at every request meanwhile.
+	sm.FailAll("")
+	ended, calls := time.Now(), sm.Calls(prefix+"norte")
+	for get(t, fn, "norte", token).StatusCode != 200 {
+		if time.Since(ended) > 7*time.Second {
+			t.Fatalf("still refused %s after the throttling ended", time.Since(ended).Round(time.Millisecond))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := sm.Calls(prefix+"norte") - calls; n > 2 {
+		t.Fatalf("%d secret calls while it waited, want one (two SDK attempts at most)", n)
+	}
+	t.Logf("served again %s after the throttling ended", time.Since(ended).Round(time.Millisecond))
 }
 
 // TestAnUnreadableAccessDocumentRefusesTokens: a function whose access

@@ -20,8 +20,12 @@ type Fetcher interface {
 
 // CacheOptions tune a Cache; zero values take the defaults.
 type CacheOptions struct {
-	TTL          time.Duration // a document is fetched again after this (5m)
-	NegativeTTL  time.Duration // an unknown name, or a failed refresh, is asked again after this (30s)
+	TTL         time.Duration // a document is fetched again after this (5m)
+	NegativeTTL time.Duration // an unknown name, or a failed refresh, is asked again after this (30s)
+	// ColdRetry: a name with no document to serve whose read failed (a
+	// throttled Secrets Manager at an environment's first request) is
+	// asked again after this (5s, at most NegativeTTL).
+	ColdRetry    time.Duration
 	StaleFor     time.Duration // past its TTL, a document still serves this long while refreshes fail (1h)
 	MinRefresh   time.Duration // forced refreshes of one name at most this often (10s)
 	FetchTimeout time.Duration // bound on one fetch (5s)
@@ -36,6 +40,7 @@ type CacheOptions struct {
 const (
 	DefaultTTL          = 5 * time.Minute
 	DefaultNegativeTTL  = 30 * time.Second
+	DefaultColdRetry    = 5 * time.Second
 	DefaultStaleFor     = time.Hour
 	DefaultMinRefresh   = 10 * time.Second
 	DefaultFetchTimeout = 5 * time.Second
@@ -55,6 +60,7 @@ type Cache struct {
 func NewCache(fetcher Fetcher, opts CacheOptions) *Cache {
 	opts.TTL = cmp.Or(opts.TTL, DefaultTTL)
 	opts.NegativeTTL = cmp.Or(opts.NegativeTTL, DefaultNegativeTTL)
+	opts.ColdRetry = min(cmp.Or(opts.ColdRetry, DefaultColdRetry), opts.NegativeTTL)
 	opts.StaleFor = cmp.Or(opts.StaleFor, DefaultStaleFor)
 	opts.MinRefresh = cmp.Or(opts.MinRefresh, DefaultMinRefresh)
 	opts.FetchTimeout = cmp.Or(opts.FetchTimeout, DefaultFetchTimeout)
@@ -66,13 +72,15 @@ func NewCache(fetcher Fetcher, opts CacheOptions) *Cache {
 	return &Cache{fetcher: fetcher, log: log, keep: opts.StaleFor, docs: cache.New[string, Instance](cache.Options{
 		TTL:         opts.TTL,
 		NegativeTTL: opts.NegativeTTL,
+		ColdRetry:   opts.ColdRetry,
 		StaleFor:    opts.StaleFor,
 		// Serve the last good document a while longer when the source does
 		// not answer. Not past a malformed one: its author's change (a token
 		// revoked, say) would silently not take effect here while a new
 		// environment refuses to serve. A secret that cannot be read
 		// (undecryptable, malformed, a throttled Secrets Manager) is asked
-		// again after NegativeTTL, not on every request.
+		// again after NegativeTTL, not on every request; after ColdRetry
+		// when the source did not answer and nothing else serves.
 		Keep:       func(err error) bool { return !errors.Is(err, ErrUnknown) && !errors.Is(err, ErrMalformed) },
 		MinRefresh: opts.MinRefresh,
 		Timeout:    opts.FetchTimeout,

@@ -58,7 +58,7 @@ func TestCache(t *testing.T) {
 		wantCalls int64
 		wantLogs  int // failed reads logged so far
 	}
-	opts := CacheOptions{TTL: 100 * time.Millisecond, NegativeTTL: 50 * time.Millisecond, StaleFor: 200 * time.Millisecond, MinRefresh: 30 * time.Millisecond}
+	opts := CacheOptions{TTL: 100 * time.Millisecond, NegativeTTL: 50 * time.Millisecond, ColdRetry: 20 * time.Millisecond, StaleFor: 200 * time.Millisecond, MinRefresh: 30 * time.Millisecond}
 	tests := []struct {
 		name  string
 		steps []step
@@ -78,7 +78,20 @@ func TestCache(t *testing.T) {
 			{wantErr: ErrMalformed, wantCalls: 2, wantLogs: 1}, // not asked again before NegativeTTL
 			{sleep: 60 * time.Millisecond, host: "b", wantHost: "b", wantCalls: 3, wantLogs: 1},
 		}},
-		{"an unreadable secret is asked again only after NegativeTTL", []step{
+		// A moment of trouble at an environment's first request: with no
+		// document to serve, asked again after ColdRetry (20 ms here),
+		// not NegativeTTL.
+		{"a cold read that failed is asked again after ColdRetry", []step{
+			{host: "a", fail: errors.New("throttled"), wantErr: ErrUnavailable, wantCalls: 1, wantLogs: 1},
+			{wantErr: ErrUnavailable, wantCalls: 1, wantLogs: 1},
+			{sleep: 25 * time.Millisecond, host: "a", wantHost: "a", wantCalls: 2, wantLogs: 1},
+		}},
+		{"an unknown name is asked again only after NegativeTTL", []step{
+			{fail: ErrUnknown, wantErr: ErrUnknown, wantCalls: 1},
+			{sleep: 25 * time.Millisecond, wantErr: ErrUnknown, wantCalls: 1},
+			{sleep: 30 * time.Millisecond, host: "a", wantHost: "a", wantCalls: 2},
+		}},
+		{"an unreadable secret is not asked at every request", []step{
 			{host: "a", fail: errors.New("undecryptable"), wantErr: ErrUnavailable, wantCalls: 1, wantLogs: 1},
 			{wantErr: ErrUnavailable, wantCalls: 1, wantLogs: 1},
 			{sleep: 60 * time.Millisecond, host: "a", wantHost: "a", wantCalls: 2, wantLogs: 1},
