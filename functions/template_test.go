@@ -191,6 +191,27 @@ func TestTemplateGatewayResponsesUseTheCatalogCodes(t *testing.T) {
 	// One answer for "too many requests", whoever refuses.
 	tplSame(t, "WAF's 429", tplAt(s.resources, "WebAcl", "Properties", "CustomResponseBodies", "TooManyRequests", "Content"),
 		tplAt(got, "THROTTLED", "responseTemplates", "application/json"))
+	// A body Lambda cannot take (6 MB) is refused as too large, by its
+	// declared length, where API Gateway would answer its 5xx (1204).
+	for _, r := range tplList(tplAt(s.resources, "WebAcl", "Properties", "Rules")) {
+		if tplAt(r, "Name") != "BodyTooLarge" {
+			continue
+		}
+		key, _ := tplAt(r, "Action", "Block", "CustomResponse", "CustomResponseBodyKey").(string)
+		body, _ := tplAt(s.resources, "WebAcl", "Properties", "CustomResponseBodies", key, "Content").(string)
+		if status := tplAt(r, "Action", "Block", "CustomResponse", "ResponseCode"); fmt.Sprint(status) != strconv.Itoa(erp.CodeTooLarge.Status()) ||
+			!strings.HasPrefix(body, fmt.Sprintf(`{"cod_error":%d,`, erp.CodeTooLarge)) {
+			t.Errorf("BodyTooLarge answers %v %s", status, body)
+		}
+		re := regexp.MustCompile(tplAt(r, "Statement", "RegexMatchStatement", "RegexString").(string))
+		for length, refused := range map[string]bool{"0": false, "65536": false, "5999999": false, "6000000": true, "9999999": true, "10000000": true, "0006000000": true, "600000": false} {
+			if re.MatchString(length) != refused {
+				t.Errorf("Content-Length %s: refused %v, want %v", length, !refused, refused)
+			}
+		}
+		return
+	}
+	t.Error("no WAF rule BodyTooLarge")
 }
 
 // handlerMetrics is the EMF document of one request as the executequery

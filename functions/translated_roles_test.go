@@ -256,7 +256,8 @@ func TestTranslatedWafByDefault(t *testing.T) {
 			}
 		}
 	}
-	if got := rules(stacks[1]); len(got) != 1 || got["PerIpRate"] == nil {
+	// The size rule stays: it is no rate.
+	if got := rules(stacks[1]); len(got) != 2 || got["PerIpRate"] == nil || !slices.Contains(slices.Collect(maps.Keys(got)), "BodyTooLarge") {
 		t.Errorf("WafInstanceRateLimit and WafTokenRateLimit 0: rules %v", got)
 	}
 	if len(stacks[2].ofType("AWS::WAFv2::WebACL")) != 0 {
