@@ -17,8 +17,10 @@ type Options struct {
 	NegativeTTL time.Duration
 	// ColdRetry: a failure Keep accepts, for a key with no value to serve
 	// (its first fetch, or a value past its bound), is asked again after
-	// this instead: nothing is served meanwhile, so a source's moment of
-	// trouble must not refuse the key for long. 0: NegativeTTL.
+	// this instead, doubled at each failure in a row up to NegativeTTL:
+	// nothing is served meanwhile, so a source's moment of trouble must
+	// not refuse the key for long, and a lasting one is not asked harder
+	// than NegativeTTL allows. 0: NegativeTTL.
 	ColdRetry time.Duration
 	// StaleFor: past its TTL, a value serves this much longer while fetches
 	// fail with errors Keep accepts; never longer, however they fail.
@@ -57,6 +59,7 @@ type entry[V any] struct {
 	forced   time.Time     // when the latest Refresh's fetch began
 	until    time.Time     // answered from memory before this
 	fetching chan struct{} // closed when the fetch under way ends
+	cold     int           // failures in a row with nothing to serve (ColdRetry)
 }
 
 // New makes an empty cache.
@@ -147,6 +150,7 @@ func (c *Cache[K, V]) settle(e *entry[V], v V, err error, began time.Time) {
 	switch {
 	case err == nil:
 		e.val, e.ok, e.err, e.at, e.until = v, true, nil, began, began.Add(c.o.TTL)
+		e.cold = 0
 	case c.o.Keep != nil && c.o.Keep(err) && c.serves(e, now):
 		// Asked again after NegativeTTL rather than at every call, and
 		// never served past its bound.
@@ -158,7 +162,8 @@ func (c *Cache[K, V]) settle(e *entry[V], v V, err error, began time.Time) {
 		var zero V
 		ttl := c.o.NegativeTTL
 		if c.o.ColdRetry > 0 && c.o.Keep != nil && c.o.Keep(err) {
-			ttl = c.o.ColdRetry
+			ttl = min(c.o.ColdRetry<<min(e.cold, 16), c.o.NegativeTTL)
+			e.cold++
 		}
 		e.val, e.ok, e.err, e.until = zero, false, err, now.Add(ttl)
 	}

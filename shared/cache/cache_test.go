@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -220,5 +221,68 @@ func TestEntriesAreBounded(t *testing.T) {
 	}
 	if n := c.Len(); n > 10 {
 		t.Fatalf("%d entries held, bound 10", n)
+	}
+}
+
+// TestColdRetryBacksOff: a key with nothing to serve whose fetches keep
+// failing is asked again after ColdRetry, then twice as long at each
+// failure in a row, never longer than NegativeTTL; a value fetched starts
+// it over. Failures Keep refuses wait NegativeTTL from the first.
+func TestColdRetryBacksOff(t *testing.T) {
+	clk := &clock{}
+	unanswered, unknown := errors.New("did not answer"), errors.New("unknown")
+	c := New[string, int](Options{TTL: time.Hour, NegativeTTL: 30 * time.Second, ColdRetry: 5 * time.Second, Now: clk.now,
+		Keep: func(err error) bool { return errors.Is(err, unanswered) }})
+	// Read by the fetch's goroutine, written only once settle has seen
+	// it end.
+	fail, fetches := unanswered, 0
+	get := func() error {
+		_, err := c.Get(context.Background(), "k", func(context.Context) (int, error) {
+			fetches++
+			if fail != nil {
+				return 0, fail
+			}
+			return 1, nil
+		})
+		settle(c, "k")
+		return err
+	}
+	// When each fetch after the first came, in seconds from the last.
+	var gaps []int
+	last := 0
+	get()
+	for s := 1; s <= 130; s++ {
+		clk.move(time.Second)
+		before := fetches
+		get()
+		if fetches > before {
+			gaps = append(gaps, s-last)
+			last = s
+		}
+	}
+	if want := []int{5, 10, 20, 30, 30, 30}; !slices.Equal(gaps[:min(len(gaps), len(want))], want) {
+		t.Fatalf("asked again after %v s, want %v", gaps, want)
+	}
+	fail = nil
+	for clk.move(time.Second); get() != nil; clk.move(time.Second) {
+	}
+	fail = unanswered
+	c.Refresh(context.Background(), "k", func(context.Context) (int, error) { return 0, unanswered })
+	clk.move(2 * time.Hour)
+	before := fetches
+	get()
+	clk.move(5 * time.Second)
+	get()
+	if fetches-before != 2 {
+		t.Fatalf("a value fetched did not start the back-off over: %d fetches", fetches-before)
+	}
+	fail = unknown
+	clk.move(time.Hour)
+	before = fetches
+	get()
+	clk.move(29 * time.Second)
+	get()
+	if fetches-before != 1 {
+		t.Fatalf("a failure Keep refuses was asked again within NegativeTTL: %d fetches", fetches-before)
 	}
 }

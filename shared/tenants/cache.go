@@ -24,7 +24,8 @@ type CacheOptions struct {
 	NegativeTTL time.Duration // an unknown name, or a failed refresh, is asked again after this (30s)
 	// ColdRetry: a name with no document to serve whose read failed (a
 	// throttled Secrets Manager at an environment's first request) is
-	// asked again after this (5s, at most NegativeTTL).
+	// asked again after this (5s), doubled at each failure in a row up to
+	// NegativeTTL.
 	ColdRetry    time.Duration
 	StaleFor     time.Duration // past its TTL, a document still serves this long while refreshes fail (1h)
 	MinRefresh   time.Duration // forced refreshes of one name at most this often (10s)
@@ -103,7 +104,8 @@ func (c *Cache) Refresh(ctx context.Context, name string) (Instance, error) {
 func (c *Cache) get(ctx context.Context, name string, get func(context.Context, string, func(context.Context) (Instance, error)) (Instance, error)) (Instance, error) {
 	inst, err := get(ctx, name, func(ctx context.Context) (Instance, error) {
 		inst, err := c.fetcher.Fetch(ctx, name)
-		// At most once per NegativeTTL a name: failures are remembered.
+		// Failures are remembered (NegativeTTL; ColdRetry, doubling, while
+		// nothing serves): a name's failed reads are logged as seldom.
 		if err != nil && !errors.Is(err, ErrUnknown) {
 			c.log.WarnContext(ctx, "instance document not read: the last one read, if any, serves until "+c.keep.String()+" past its TTL, unless the document is malformed",
 				"instance", name, "error", err.Error())
