@@ -124,11 +124,11 @@ func fieldNames(inputs []catalog.DBParam) []string {
 
 // fieldOf is the request field of the write's input that a read-back's
 // input named name takes: the input of that name, else the one input
-// whose name is the same without P_; "" when none or several are.
-func fieldOf(inputs []catalog.DBParam, name string) string {
-	fields := fieldNames(inputs)
+// whose name is the same without P_; "" when none or several are. params
+// are the write's drafted parameters, one per input in order.
+func fieldOf(inputs []catalog.DBParam, params []catalog.FileParam, name string) string {
 	if i := slices.IndexFunc(inputs, func(in catalog.DBParam) bool { return in.Name == name }); i >= 0 {
-		return fields[i]
+		return params[i].Name
 	}
 	found := ""
 	for i, in := range inputs {
@@ -136,7 +136,7 @@ func fieldOf(inputs []catalog.DBParam, name string) string {
 			if found != "" {
 				return ""
 			}
-			found = fields[i]
+			found = params[i].Name
 		}
 	}
 	return found
@@ -190,7 +190,7 @@ func readBack(p catalog.Procedure, params []catalog.FileParam, byName map[string
 		}
 		rb := &catalog.FileReadBack{Procedure: name, Params: []string{}}
 		for _, in := range sel.Inputs {
-			field := fieldOf(p.Inputs, in.Name)
+			field := fieldOf(p.Inputs, params, in.Name)
 			if !have[field] {
 				rb = nil
 				break

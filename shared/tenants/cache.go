@@ -54,7 +54,6 @@ type Cache struct {
 	fetcher Fetcher
 	docs    *cache.Cache[string, Instance]
 	log     *slog.Logger
-	keep    time.Duration // how long past its TTL the last document serves
 }
 
 // NewCache caches fetcher's documents.
@@ -70,7 +69,7 @@ func NewCache(fetcher Fetcher, opts CacheOptions) *Cache {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Cache{fetcher: fetcher, log: log, keep: opts.StaleFor, docs: cache.New[string, Instance](cache.Options{
+	return &Cache{fetcher: fetcher, log: log, docs: cache.New[string, Instance](cache.Options{
 		TTL:         opts.TTL,
 		NegativeTTL: opts.NegativeTTL,
 		ColdRetry:   opts.ColdRetry,
@@ -107,7 +106,7 @@ func (c *Cache) get(ctx context.Context, name string, get func(context.Context, 
 		// Failures are remembered (NegativeTTL; ColdRetry, doubling, while
 		// nothing serves): a name's failed reads are logged as seldom.
 		if err != nil && !errors.Is(err, ErrUnknown) {
-			c.log.WarnContext(ctx, "instance document not read: the last one read, if any, serves until "+c.keep.String()+" past its TTL, unless the document is malformed",
+			c.log.WarnContext(ctx, "instance document not read: the last one read, if any, still serves until its stale bound, unless the document is malformed",
 				"instance", name, "error", err.Error())
 		}
 		return inst, err
