@@ -336,9 +336,17 @@ func TestCurrentRereads(t *testing.T) {
 	k, added := newKey(t, "new")
 	var src source
 	src.set(document(t, map[string]string{"old": old}, ""))
-	c, err := Start(context.Background(), src.load, Options{Every: 50 * time.Millisecond}, slog.New(slog.DiscardHandler))
+	// The test's clock: a busy machine (the race detector, CI) must not
+	// pass the interval while the test means to stay within it.
+	clk := newClock()
+	c, err := Start(context.Background(), src.load, Options{Every: time.Minute, Now: clk.now}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
+	}
+	settle := func() {
+		for c.docs.Fetching(struct{}{}) {
+			time.Sleep(time.Millisecond)
+		}
 	}
 	token, _ := mint(t, k, "acme", erp.Limits{})
 	src.set(document(t, map[string]string{"old": old, "new": added}, ""))
@@ -352,7 +360,7 @@ func TestCurrentRereads(t *testing.T) {
 	if n := src.reads.Load(); n != 1 {
 		t.Fatalf("%d loads before the interval", n)
 	}
-	time.Sleep(60 * time.Millisecond)
+	clk.move(time.Minute + time.Second)
 	deadline := time.Now().Add(2 * time.Second)
 	for authorize() != nil {
 		if time.Now().After(deadline) {
@@ -364,9 +372,12 @@ func TestCurrentRereads(t *testing.T) {
 		t.Fatalf("%d loads, want 2", n)
 	}
 	src.fail.Store(true)
-	time.Sleep(60 * time.Millisecond)
+	clk.move(time.Minute + time.Second)
 	c.Document(context.Background())
-	time.Sleep(20 * time.Millisecond)
+	settle()
+	if n := src.reads.Load(); n != 3 {
+		t.Fatalf("%d loads, want a third (failing) one", n)
+	}
 	if refused := authorize(); refused != nil {
 		t.Fatalf("a failed re-read dropped the document in force: %v", refused)
 	}
