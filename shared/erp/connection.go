@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -86,6 +87,8 @@ func (c Connection) Check() error {
 	var problems []string
 	if c.Host == "" {
 		problems = append(problems, "host is required")
+	} else if !validHost(c.Host) {
+		problems = append(problems, "host must be a host name or an IP address, without a port (the port goes in port)")
 	}
 	if c.Database == "" {
 		problems = append(problems, "database is required")
@@ -125,6 +128,25 @@ func (c Connection) Check() error {
 		return errors.New(strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// validHost: a host name (letters, digits, '.', '-' and '_', which some
+// Windows machines' names hold) or an IP address without a zone. Anything
+// else would not survive the driver's URL, whose parse error quotes the
+// whole connection string, password included, to whoever prints it.
+func validHost(h string) bool {
+	if a, err := netip.ParseAddr(h); err == nil {
+		return a.Zone() == ""
+	}
+	if len(h) > 253 || h[0] == '-' || h[0] == '.' {
+		return false
+	}
+	for _, r := range h {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '.' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // CharacterSet is the connection's character set by its upper-case name:

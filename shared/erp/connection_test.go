@@ -12,6 +12,11 @@ import (
 func TestCheckRefuses(t *testing.T) {
 	tests := []struct{ name, doc, problem string }{
 		{"no host", `{"database":"d","user":"u"}`, "host is required"},
+		{"host with a space", `{"host":"db host","database":"d","user":"u"}`, "host must be"},
+		{"host with a port", `{"host":"db:3050","database":"d","user":"u"}`, "host must be"},
+		{"host with a path", `{"host":"a/b","database":"d","user":"u"}`, "host must be"},
+		{"half an IPv6 literal", `{"host":"[::1","database":"d","user":"u"}`, "host must be"},
+		{"IPv6 with a zone", `{"host":"fe80::1%eth0","database":"d","user":"u"}`, "host must be"},
 		{"unknown wire_crypt", `{"host":"h","database":"d","user":"u","wire_crypt":"maybe"}`, "wire_crypt must be"},
 		{"wire_crypt a number", `{"host":"h","database":"d","user":"u","wire_crypt":1}`, "wire_crypt must be"},
 		{"unknown plugin", `{"host":"h","database":"d","user":"u","auth_plugin":"Win_Sspi"}`, "auth_plugin must be"},

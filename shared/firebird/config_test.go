@@ -25,6 +25,28 @@ func TestDSNCarriesAwkwardPasswords(t *testing.T) {
 	}
 }
 
+// TestDSNTakesEveryHostCheckAccepts: a host the driver's URL cannot carry
+// fails its parse with the whole connection string, password included, in
+// the error; erp.Connection.Check must refuse every such host first.
+func TestDSNTakesEveryHostCheckAccepts(t *testing.T) {
+	for _, host := range []string{
+		"db.example", "10.0.0.5", "::1", "2001:db8::5", "SERVIDOR_ERP", "erp-01.office.lan",
+		"db host", "db:3050", "a/b", "[::1", "[::1]", "fe80::1%eth0", "a@b", "a?b", "a#b", "-x", "ñandú",
+	} {
+		c := erp.Connection{Host: host, Database: "/d.fdb", User: "u", Password: "hunter2"}
+		if c.Check() != nil {
+			continue
+		}
+		u, err := url.Parse(DSN(c))
+		if err != nil {
+			t.Fatalf("host %q passes Check but not the DSN's parse: %v", host, err)
+		}
+		if u.Hostname() != host {
+			t.Fatalf("host %q reaches the driver as %q", host, u.Hostname())
+		}
+	}
+}
+
 func TestDSNOptions(t *testing.T) {
 	base := erp.Connection{Host: "h", Database: "/d.fdb", User: "u"}
 	tests := []struct {
