@@ -132,6 +132,10 @@ func TestTemplateRoutesAreTheHandlers(t *testing.T) {
 					if time.Duration(fnTimeout)*time.Second < gateway.DefaultStreamTimeout+10*time.Second || integration < fnTimeout*1000 {
 						t.Errorf("%s: function timeout %vs, integration timeout %vms; a stream may take %s", route, fnTimeout, integration, gateway.DefaultStreamTimeout)
 					}
+				} else if fnTimeout, _ := tplAt(s.resources, fn, "Properties", "Timeout").(float64); time.Duration(fnTimeout)*time.Second <= max(gateway.DefaultTimeout, gateway.DefaultBatchTimeout)+time.Second {
+					// The functions end a request's calls a second before
+					// their own deadline; the defaults must fit under it.
+					t.Errorf("%s: function timeout %vs leaves no room for a call of %s or a batch of %s", route, fnTimeout, gateway.DefaultTimeout, gateway.DefaultBatchTimeout)
 				}
 				var key any
 				if i == 1 {
@@ -376,6 +380,45 @@ func TestDatabaseTimeoutIsOneTheFunctionsRead(t *testing.T) {
 		// may refuse some they would read (1m30s), never the reverse.
 		if got := re.MatchString(v); got != takes || got && (err != nil || v == "") {
 			t.Errorf("DatabaseTimeout %q: the template takes it %v (want %v), the functions read it: %v", v, got, takes, err)
+		}
+	}
+}
+
+// TestTemplateDefaultsAreTheFunctions: a variable the template sets from a
+// parameter's default reads as the functions' own default, so a setting
+// has one default, not one deployed and another run locally. Exempt are
+// the variables whose value only the deployment can give.
+func TestTemplateDefaultsAreTheFunctions(t *testing.T) {
+	given := map[string]string{
+		settings.EnvSecretPrefix:      "where the instances' secrets are",
+		settings.EnvAccessSecret:      "the access document's secret",
+		settings.EnvMetricsNamespace:  "the stack's own namespace",
+		settings.EnvResponseStreaming: "whether the function's integration streams",
+		settings.EnvSecretSuffix:      "the reads' second secret",
+		settings.EnvHookEndpoint:      "the hook's function",
+		settings.EnvHookTarget:        "the hook's function",
+		settings.EnvHookInstance:      "the hook's instance",
+		settings.EnvHookToken:         "the hook's token",
+	}
+	unset, err := settings.Read(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := translate(t, map[string]string{})[0]
+	for fn := range s.ofType("AWS::Lambda::Function") {
+		for name, v := range mapOf(tplAt(s.resources, fn, "Properties", "Environment", "Variables")) {
+			if _, ok := given[name]; ok || v == "" {
+				continue
+			}
+			got, err := settings.Read(func(k string) string {
+				if k == name {
+					return fmt.Sprint(v)
+				}
+				return ""
+			})
+			if err != nil || !reflect.DeepEqual(got, unset) {
+				t.Errorf("%s: the template's %s=%v is not the functions' default (%v)", fn, name, v, err)
+			}
 		}
 	}
 }
