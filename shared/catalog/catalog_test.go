@@ -62,6 +62,7 @@ func TestParse(t *testing.T) {
 		{"21 characters", ExecuteQuery, `{"CLAVE":"Get_Referencias","CODIGO":"ÁÉÍÓÚÑÜáéíóúñüÁÉÍÓÚÑx"}`, erp.CodeParamTooLong, nil},
 		{"escaped NUL", ExecuteQuery, `{"CLAVE":"Get_Referencias","CODIGO":"a\u0000b"}`, erp.CodeParamInvalid, nil},
 		{"lone surrogate", ExecuteQuery, `{"CLAVE":"Get_Referencias","CODIGO":"\ud800"}`, erp.CodeParamInvalid, nil},
+		{"Windows-1252 bytes", ExecuteQuery, "{\"CLAVE\":\"Get_Referencias\",\"CODIGO\":\"Pe\xf1a\"}", erp.CodeParamInvalid, nil},
 		{"required null", ExecuteQuery, `{"CLAVE":"Get_Referencias","CODIGO":null}`, erp.CodeParamMissing, nil},
 		{"CLAVE is case sensitive", ExecuteQuery, `{"CLAVE":"get_referencias","CODIGO":"1"}`, erp.CodeClaveUnknown, nil},
 	}
@@ -99,6 +100,12 @@ func TestReadBackArgsFollowTheWrite(t *testing.T) {
 func TestMessagesNameTheProblem(t *testing.T) {
 	_, err := Default().Parse(ExecuteQuery, []byte(`{"CLAVE":"Get_Referencias","CODIGO":"1","CODGO":"2","X":1}`))
 	if err == nil || err.Code != erp.CodeUnknownField || !strings.Contains(err.Message, `"CODGO", "X"`) {
+		t.Fatalf("got %v", err)
+	}
+	// An old client's ANSI text is told to send UTF-8, not that its
+	// characters cannot be stored.
+	_, err = Default().Parse(ExecuteQuery, []byte("{\"CLAVE\":\"Get_Referencias\",\"CODIGO\":\"Pe\xf1a\"}"))
+	if err == nil || err.Code != erp.CodeParamInvalid || !strings.Contains(err.Message, "CODIGO") || !strings.Contains(err.Message, "UTF-8") {
 		t.Fatalf("got %v", err)
 	}
 }

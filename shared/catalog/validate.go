@@ -199,7 +199,7 @@ func (c *Catalog) parse(endpoint Endpoint, body []byte, index int) (Call, *erp.E
 			return Call{Op: op}, erp.Refuse(erp.CodeParamNotString, "%s must be a JSON string", p.Name)
 		}
 		if !textOK(s) {
-			return Call{Op: op}, erp.Refuse(erp.CodeParamInvalid, "%s holds characters that cannot be stored", p.Name)
+			return Call{Op: op}, erp.Refuse(erp.CodeParamInvalid, "%s holds a NUL character or bytes that are not UTF-8: send the body in UTF-8, as JSON requires", p.Name)
 		}
 		if p.Kind == Text {
 			if n := utf8.RuneCountInString(s); n > p.MaxLen {
