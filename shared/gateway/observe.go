@@ -131,22 +131,46 @@ type Metric struct {
 	// asks per customer, as every dimension combination is a metric billed
 	// monthly.
 	PerInstance bool
+	// value reads the metric from a request's measure, beside its name so
+	// that a metric cannot be declared and never given a value.
+	value func(measure) float64
+}
+
+// measure is what a request's metrics are read from.
+type measure struct {
+	o    outcome
+	work *tally.Counts
+	ms   float64
+}
+
+// count reads a side counter of the request's work.
+func count(k tally.Kind) func(measure) float64 {
+	return func(m measure) float64 { return float64(m.work.Get(k)) }
 }
 
 // Metrics lists the metrics every request's line carries, by Operation and
-// Outcome (erp.Outcomes); the template's alarms and dashboard are held to it.
+// Outcome (erp.Outcome); the template's alarms and dashboard are held to it.
 func Metrics() []Metric {
 	return []Metric{
-		{"Requests", "Count", true}, {"Latency", "Milliseconds", true},
-		{"DatabaseTime", "Milliseconds", false}, {"BreakerTrips", "Count", false},
+		{"Requests", "Count", true, func(measure) float64 { return 1 }},
+		{"Latency", "Milliseconds", true, func(m measure) float64 { return m.ms }},
+		{"DatabaseTime", "Milliseconds", false, func(m measure) float64 { return float64(m.o.dbTime.Microseconds()) / 1000 }},
+		{"BreakerTrips", "Count", false, func(m measure) float64 {
+			if m.o.tripped {
+				return 1
+			}
+			return 0
+		}},
 		// What the request cost the systems it shares: a rise here is a
 		// cold cache or churning connections.
-		{"SecretFetches", "Count", false}, {"ConnectionOpens", "Count", false}, {"StatementPrepares", "Count", false},
-		{"RoundTrips", "Count", false},
+		{"SecretFetches", "Count", false, count(tally.SecretFetches)},
+		{"ConnectionOpens", "Count", false, count(tally.ConnectionOpens)},
+		{"StatementPrepares", "Count", false, count(tally.StatementPrepares)},
+		{"RoundTrips", "Count", false, count(tally.RoundTrips)},
 		// A batch's calls; a single call counts 0.
-		{"BatchCalls", "Count", false},
+		{"BatchCalls", "Count", false, func(m measure) float64 { return float64(len(m.o.claves)) }},
 		// Attachments a cut link left behind, cancelled before the call.
-		{"OrphansCancelled", "Count", false},
+		{"OrphansCancelled", "Count", false, count(tally.OrphansCancelled)},
 	}
 }
 
@@ -163,19 +187,6 @@ func (h *Handler) emf(o outcome, work *tally.Counts, ms float64) []slog.Attr {
 	if instance == "" {
 		instance = "-"
 	}
-	trips := 0.0
-	if o.tripped {
-		trips = 1
-	}
-	values := map[string]float64{
-		"Requests": 1, "Latency": ms, "DatabaseTime": float64(o.dbTime.Microseconds()) / 1000, "BreakerTrips": trips,
-		"SecretFetches":     float64(work.Get(tally.SecretFetches)),
-		"ConnectionOpens":   float64(work.Get(tally.ConnectionOpens)),
-		"StatementPrepares": float64(work.Get(tally.StatementPrepares)),
-		"RoundTrips":        float64(work.Get(tally.RoundTrips)),
-		"BatchCalls":        float64(len(o.claves)),
-		"OrphansCancelled":  float64(work.Get(tally.OrphansCancelled)),
-	}
 	var all, perInstance []map[string]string
 	attrs := []slog.Attr{
 		slog.String("Operation", operation),
@@ -188,7 +199,7 @@ func (h *Handler) emf(o outcome, work *tally.Counts, ms float64) []slog.Attr {
 		if m.PerInstance {
 			perInstance = append(perInstance, def)
 		}
-		attrs = append(attrs, slog.Float64(m.Name, values[m.Name]))
+		attrs = append(attrs, slog.Float64(m.Name, m.value(measure{o, work, ms})))
 	}
 	return append([]slog.Attr{
 		slog.Group("_aws",
