@@ -68,7 +68,7 @@ func TestStrangersUnderTheRuntimeAPI(t *testing.T) {
 
 	foreign, _ := fbtest.Access(t)
 	randomName := func() string { return fmt.Sprintf("x%016x", rand.Uint64()) }
-	// Half the tokens carry limits, so their MAC covers more bytes.
+	// Half the tokens carry limits, so their signature covers more bytes.
 	limited := erp.Limits{ReadOnly: true, Claves: []string{"Get_Terceros"}, Expires: time.Now().Add(time.Hour)}
 	for i := range 2000 {
 		name := randomName()

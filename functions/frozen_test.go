@@ -27,7 +27,8 @@ func TestBootstrapAnswersAFrozenDatabaseInTime(t *testing.T) {
 	resp, _ := api.invoke(read)
 	took := time.Since(began)
 	thaw()
-	// The deadline, and the grace an abandoned call gets (firebird.guard).
+	// The deadline, and the grace an abandoned call gets (the wire's watch in
+	// shared/firebird).
 	if resp.StatusCode != 503 || !strings.Contains(resp.Body, `"cod_error":1201`) || took > timeout+time.Second {
 		t.Fatalf("frozen database: %d after %s: %s", resp.StatusCode, took.Round(time.Millisecond), resp.Body)
 	}

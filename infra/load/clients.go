@@ -116,8 +116,8 @@ func newHTTPClient(clients int) *http.Client {
 	}
 }
 
-func post(hc *http.Client, url, token string, body []byte) (status int, answer []byte, err error) {
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+func post(ctx context.Context, hc *http.Client, url, token string, body []byte) (status int, answer []byte, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return 0, nil, err
 	}

@@ -142,7 +142,7 @@ func runMixed(ctx context.Context, hc *http.Client, base, token string, jobs [][
 					return
 				}
 				for _, req := range job {
-					status, answer, err := post(hc, base+req.endpoint, token, req.body)
+					status, answer, err := post(ctx, hc, base+req.endpoint, token, req.body)
 					if err == nil {
 						err = req.check(status, answer)
 					}

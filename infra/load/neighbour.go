@@ -106,7 +106,7 @@ func neighbour(ctx context.Context, o options, d time.Duration, clients int) err
 	}
 	for _, t := range []*neighbourTally{alone, mixed, stubborn} {
 		if t.other > 0 {
-			return fmt.Errorf("%d unexpected answers in the neighbour phase (first: %v)", t.other, t.firstErr)
+			return fmt.Errorf("%d unexpected answers in the neighbour phase (first: %w)", t.other, t.firstErr)
 		}
 	}
 	return nil

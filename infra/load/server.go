@@ -67,7 +67,7 @@ func (s *server) waitListening(limit time.Duration) error {
 		select {
 		case err := <-s.exited:
 			s.exited <- err // for stop
-			return fmt.Errorf("exited before listening: %v", err)
+			return fmt.Errorf("exited before listening: %w", err)
 		default:
 		}
 		if conn, err := net.DialTimeout("tcp", s.addr, time.Second); err == nil {

@@ -48,7 +48,7 @@ func slowClients(ctx context.Context, o options, n int, d time.Duration) error {
 	var firstErr error
 	for ctx.Err() == nil {
 		began := time.Now()
-		status, answer, err := post(hc, base+"executequery", o.token, []byte(readBody))
+		status, answer, err := post(ctx, hc, base+"executequery", o.token, []byte(readBody))
 		took := time.Since(began)
 		if err == nil {
 			err = wantData(status, answer)

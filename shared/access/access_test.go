@@ -231,8 +231,8 @@ func TestAuthorize(t *testing.T) {
 	}
 }
 
-// TestLimitedTokens: limits travel inside the MAC; changing them, or
-// moving a MAC between layouts, opens nothing, and limits this gateway does
+// TestLimitedTokens: limits travel under the signature; changing them, or
+// moving a signature between layouts, opens nothing, and limits this gateway does
 // not know refuse the token.
 func TestLimitedTokens(t *testing.T) {
 	k, key := newKey(t, "k")
@@ -557,8 +557,8 @@ func FuzzVerify(f *testing.F) {
 }
 
 // BenchmarkVerify is what every request pays before any per-instance work:
-// an unlimited token, a limited one (its limits decoded once the MAC holds),
-// and a stranger's limited token (the MAC alone).
+// an unlimited token, a limited one (its limits decoded once the signature holds),
+// and a stranger's limited token (the signature alone).
 func BenchmarkVerify(b *testing.B) {
 	k, key := newKey(b, "k")
 	foreign, _ := newKey(b, "k")

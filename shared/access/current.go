@@ -162,7 +162,8 @@ func Start(ctx context.Context, load Load, o Options, log *slog.Logger) (*Curren
 	return c, nil
 }
 
-// Static holds doc for good: tests and tools.
+// Static holds doc for good: for other packages' tests, which serve a
+// document they made without reading it from anywhere.
 func Static(doc *Document) *Current {
 	return &Current{o: Options{Now: time.Now}, doc: doc}
 }

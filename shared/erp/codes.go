@@ -81,12 +81,6 @@ const (
 	OutcomeCut Outcome = "cut"
 )
 
-// Outcomes lists every outcome class, for the metrics' documentation and
-// the alarms that name them.
-func Outcomes() []Outcome {
-	return []Outcome{OutcomeOK, OutcomeRefusedByDB, OutcomeClientError, OutcomeUnauthorized, OutcomeUnavailable, OutcomeInternal, OutcomeCut}
-}
-
 // Health is the status word of an instance's health check.
 type Health string
 

@@ -293,7 +293,8 @@ func (c *conn) endRead() error {
 	return nil
 }
 
-// txOptions: READ COMMITTED always (Mode says why each).
+// txOptions: READ COMMITTED, but SNAPSHOT for a batch of reads, which
+// must see one moment (Mode says why each).
 func txOptions(mode calls.Mode) driver.TxOptions {
 	switch mode {
 	case calls.ReadOnly:
@@ -315,7 +316,7 @@ func (c *conn) ping(ctx context.Context, fc driverConn) error {
 		c.broken = true
 		if ctx.Err() == nil {
 			// The caller's time is not up: a lost connection, retried.
-			return fmt.Errorf("idle connection failed its check: %w", driver.ErrBadConn)
+			return fmt.Errorf("idle connection failed its check: %w: %w", err, driver.ErrBadConn)
 		}
 		return err
 	}

@@ -225,7 +225,7 @@ func CheckTable(ctx context.Context, cfg erp.Connection, table catalog.Table) (p
 	return problems, err
 }
 
-// check finds the table missing, a column missing, a privilege not granted
+// checkTable finds the table missing, a column missing, a privilege not granted
 // (to the user, its role or PUBLIC), with CURRENT_USER and CURRENT_ROLE as
 // the procedures' grants are.
 func checkTable(ctx context.Context, tx *sql.Tx, t catalog.Table) ([]catalog.Finding, error) {

@@ -32,7 +32,7 @@ type outcome struct {
 	instance    string
 	clave       string
 	claves      []string // a batch's, in order
-	tokenID     string   // the token's id once its MAC holds; never the token
+	tokenID     string   // the token's id once its signature holds; never the token
 }
 
 // RefusalBody is the body of a refusal, as every part of the service that

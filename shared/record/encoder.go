@@ -17,12 +17,8 @@ type Limits struct {
 	MaxBytes int
 }
 
-// Encoder.Row returns erp.ErrTooManyRows or erp.ErrAnswerTooLarge past a
-// limit, born coded.
-var (
-	// ErrSpill wraps what Spill.To returned.
-	ErrSpill = errors.New("record: the answer could not be handed on")
-)
+// ErrSpill wraps what Spill.To returned.
+var ErrSpill = errors.New("record: the answer could not be handed on")
 
 // Spill hands an answer on in pieces, so that one of any size takes
 // constant memory: once the encoded answer passes Above bytes, To gets it,

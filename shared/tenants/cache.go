@@ -107,7 +107,7 @@ func (c *Cache) get(ctx context.Context, name string, get func(context.Context, 
 		// nothing serves): a name's failed reads are logged as seldom.
 		if err != nil && !errors.Is(err, ErrUnknown) {
 			c.log.WarnContext(ctx, "instance document not read: the last one read, if any, still serves until its stale bound, unless the document is malformed",
-				"instance", name, "error", err.Error())
+				"instance", name, "err", err.Error())
 		}
 		return inst, err
 	})
