@@ -19,7 +19,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"regexp"
 	"strings"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
@@ -83,16 +82,13 @@ func parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// A Firebird user or role name as the DDL may name it unquoted.
-var sqlName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_$]{0,62}$`)
-
 func idempotencySQL(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("idempotency-sql", flag.ContinueOnError)
 	user := fs.String("user", "GATEWAY", "the gateway's Firebird user (or role) to grant the table to")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if !sqlName.MatchString(*user) {
+	if !catalog.ValidIdentifier(*user) {
 		return fmt.Errorf("idempotency-sql: %q is not a user name (letters, digits, _ and $, starting with a letter)", *user)
 	}
 	_, err := io.WriteString(stdout, idempotency.TableSQL(strings.ToUpper(*user)))

@@ -85,7 +85,15 @@ type Catalog struct {
 	ops map[string]*Operation
 }
 
-var identifier = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_$]{0,62}$`)
+// MaxName is the longest name a catalog holds (a CLAVE, a procedure's, a
+// parameter's, a column a reference names): Firebird 3's identifiers.
+const MaxName = 63
+
+var identifier = regexp.MustCompile(fmt.Sprintf(`^[A-Za-z][A-Za-z0-9_$]{0,%d}$`, MaxName-1))
+
+// ValidIdentifier reports whether name is a plain identifier, one SQL text
+// may hold unquoted: letters, digits, _ and $, at most MaxName.
+func ValidIdentifier(name string) bool { return identifier.MatchString(name) }
 
 // New checks the operations, fills in their defaults and indexes them by
 // CLAVE. Procedure and parameter names are checked because procedure names
@@ -107,14 +115,14 @@ func New(ops []Operation) (*Catalog, error) {
 }
 
 func (op *Operation) check() error {
-	if op.Clave == "" || utf8.RuneCountInString(op.Clave) > 63 {
-		return errors.New("clave: must be 1 to 63 characters")
+	if op.Clave == "" || utf8.RuneCountInString(op.Clave) > MaxName {
+		return fmt.Errorf("clave: must be 1 to %d characters", MaxName)
 	}
 	if op.Endpoint != ExecuteQuery && op.Endpoint != Execute {
 		return fmt.Errorf("endpoint: %q is neither %q nor %q", op.Endpoint, ExecuteQuery, Execute)
 	}
 	if !identifier.MatchString(op.Procedure) {
-		return fmt.Errorf("procedure: %q is not a plain identifier (letters, digits, _ and $, at most 63)", op.Procedure)
+		return fmt.Errorf("procedure: %q is not a plain identifier (letters, digits, _ and $, at most %d)", op.Procedure, MaxName)
 	}
 	if op.MaxRows < 0 {
 		return fmt.Errorf("max_rows: %d is negative", op.MaxRows)

@@ -246,7 +246,7 @@ func reference(raw json.RawMessage, name string, index int) (Ref, *erp.Error) {
 	dec.DisallowUnknownFields()
 	form := `{"$from": <an earlier call's index, from 0>, "$field": "<a column of its answer>"}`
 	switch {
-	case dec.Decode(&v) != nil || v.From == nil || v.Field == nil || *v.Field == "" || utf8.RuneCountInString(*v.Field) > 63:
+	case dec.Decode(&v) != nil || v.From == nil || v.Field == nil || *v.Field == "" || utf8.RuneCountInString(*v.Field) > MaxName:
 		return Ref{}, erp.Refuse(erp.CodeReference, "%s: a value taken from another call is written %s", name, form)
 	case index < 0:
 		return Ref{}, erp.Refuse(erp.CodeReference, "%s: a value taken from another call needs a batch (a JSON array of calls)", name)

@@ -3,13 +3,14 @@ package erp
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 )
 
 var (
 	validInstance = regexp.MustCompile(InstanceNamePattern)
-	validTokenID  = regexp.MustCompile(`^[0-9a-f]{32}$`)
+	validTokenID  = regexp.MustCompile(fmt.Sprintf(`^[0-9a-f]{%d}$`, TokenIDLength))
 )
 
 // InstanceNamePattern is the rule for instance names, for documents that
@@ -19,6 +20,9 @@ const InstanceNamePattern = `^[A-Za-z0-9_-]{1,64}$`
 // ValidInstanceName reports whether name may name an instance: letters,
 // digits, _ and -, at most 64. Names are checked before any lookup uses them.
 func ValidInstanceName(name string) bool { return validInstance.MatchString(name) }
+
+// TokenIDLength is a token id's length: 128 bits in hex.
+const TokenIDLength = 32
 
 // ValidTokenID reports whether s is a token id as tokens carry it: 128 bits
 // in lower-case hex. Logs and revocation lists name tokens by it.

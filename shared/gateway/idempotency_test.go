@@ -249,6 +249,14 @@ func TestIdempotencyKeyRefusals(t *testing.T) {
 			}
 		})
 	}
+	// The longest key the header takes fits the table's column: kept and
+	// replayed, every printable character at its ends.
+	code := fmt.Sprintf("L%d", time.Now().UnixNano()%1e12)
+	longest := "!" + strings.Repeat("k", erp.MaxKeyLength-2) + "~"
+	first := postKeyed(t, on.h, token, longest, pago(code, 1))
+	if again := postKeyed(t, on.h, token, longest, pago(code, 1)); first.status != 200 || again.body != first.body || again.replayed != "true" {
+		t.Fatalf("a key of %d characters: %+v, then %+v", erp.MaxKeyLength, first, again)
+	}
 	if r := postKeyed(t, off.h, offToken, "k-1", pago("REFUSED", 1)); !strings.Contains(r.body, "make idempotency-sql") {
 		t.Fatalf("the refusal does not name the fix: %s", r.body)
 	}

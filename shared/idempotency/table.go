@@ -5,9 +5,11 @@
 package idempotency
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/erp"
 )
 
 // KeyTable is the table keys are kept in, in the instance's own database.
@@ -29,15 +31,17 @@ func Table() catalog.Table {
 // of user (the gateway's Firebird user, or its role). The gateway never
 // runs DDL itself.
 func TableSQL(user string) string {
-	return strings.NewReplacer("{table}", KeyTable, "{user}", user).Replace(`-- The ERP gateway's idempotency keys (README.md#writes-that-are-safe-to-retry).
+	return strings.NewReplacer("{table}", KeyTable, "{user}", user,
+		"{scope}", strconv.Itoa(erp.TokenIDLength), "{key}", strconv.Itoa(erp.MaxKeyLength),
+		"{clave}", strconv.Itoa(catalog.MaxName), "{answer}", strconv.Itoa(inlineMax)).Replace(`-- The ERP gateway's idempotency keys (README.md#writes-that-are-safe-to-retry).
 -- Run once with isql as the database's owner or SYSDBA, then set
 -- "idempotency": true in the instance's document.
 CREATE TABLE {table} (
-  SCOPE        VARCHAR(32) CHARACTER SET ASCII NOT NULL,
-  IDEM_KEY     VARCHAR(255) CHARACTER SET ASCII NOT NULL,
-  CLAVE        VARCHAR(63) CHARACTER SET UTF8 NOT NULL,
+  SCOPE        VARCHAR({scope}) CHARACTER SET ASCII NOT NULL,
+  IDEM_KEY     VARCHAR({key}) CHARACTER SET ASCII NOT NULL,
+  CLAVE        VARCHAR({clave}) CHARACTER SET UTF8 NOT NULL,
   REQUEST_HASH CHAR(64) CHARACTER SET ASCII NOT NULL,
-  ANSWER       VARCHAR(8000) CHARACTER SET OCTETS,
+  ANSWER       VARCHAR({answer}) CHARACTER SET OCTETS,
   ANSWER_LONG  BLOB SUB_TYPE BINARY,
   CREATED_AT   TIMESTAMP NOT NULL,
   CONSTRAINT PK_{table} PRIMARY KEY (SCOPE, IDEM_KEY)

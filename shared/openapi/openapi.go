@@ -92,7 +92,7 @@ func Document(in Input) ([]byte, error) {
 		kv{"Reference", obj{
 			{"description", "In a batch, a value taken from an earlier call's answer: column $field of the first row of call $from (from 0)."},
 			{"type", "object"}, {"required", []string{"$from", "$field"}}, {"additionalProperties", false},
-			{"properties", obj{{"$from", obj{{"type", "integer"}, {"minimum", 0}}}, {"$field", obj{{"type", "string"}, {"minLength", 1}, {"maxLength", 63}}}}},
+			{"properties", obj{{"$from", obj{{"type", "integer"}, {"minimum", 0}}}, {"$field", obj{{"type", "string"}, {"minLength", 1}, {"maxLength", catalog.MaxName}}}}},
 		}},
 		kv{"Refusal", obj{
 			{"description", "A request the gateway refused before or instead of running it; the codes are in the README.md#error-codes."},

@@ -176,9 +176,10 @@ const strangerInstance = "pretraffic-check"
 // each of the catalog's reads, every required parameter given an example
 // value; for execute, an operation the catalog does not have.
 func Probes(cat *catalog.Catalog, endpoint catalog.Endpoint) []Probe {
-	// 64 characters: a catalog's CLAVE has at most 63, so whatever the
+	// One character longer than any catalog's CLAVE, so whatever the
 	// catalog, this is no operation and nothing is written.
-	unknown := []Probe{{Name: "an unknown CLAVE", Body: `{"CLAVE":"PreTraffic_Check_` + strings.Repeat("x", 47) + `"}`, Refused: erp.CodeClaveUnknown}}
+	const head = "PreTraffic_Check_"
+	unknown := []Probe{{Name: "an unknown CLAVE", Body: `{"CLAVE":"` + head + strings.Repeat("x", catalog.MaxName+1-len(head)) + `"}`, Refused: erp.CodeClaveUnknown}}
 	if endpoint != catalog.ExecuteQuery {
 		return unknown
 	}
