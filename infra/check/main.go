@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/erp-gateway/gateway/shared/gateway"
 )
 
 type config struct {
@@ -36,7 +38,7 @@ func main() {
 	flag.StringVar(&c.base, "base", "http://127.0.0.1:3000", "base URL, before /{instance}")
 	flag.StringVar(&c.instance, "instance", "demo", "instance")
 	flag.StringVar(&c.token, "token", "", "the instance's bearer token")
-	flag.StringVar(&c.class, "class", "TServiceRestInterface", "interface-class path segment")
+	flag.StringVar(&c.class, "class", gateway.DefaultClass, "interface-class path segment")
 	flag.StringVar(&c.openapi, "openapi", "infra/openapi.json", "the deployment's OpenAPI document")
 	flag.Var(&found, "found", "a read that finds a record, as a request body or CLAVE:FIELD=VALUE,FIELD=VALUE (repeatable)")
 	flag.Var(&missing, "missing", "a read whose procedure raises not-found, written as for -found (repeatable)")

@@ -22,6 +22,8 @@ import (
 	_ "github.com/nakagami/firebirdsql"
 
 	"github.com/erp-gateway/gateway/shared/firebird"
+	"github.com/erp-gateway/gateway/shared/gateway"
+	"github.com/erp-gateway/gateway/shared/settings"
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
@@ -162,9 +164,9 @@ func run(ctx context.Context, o options) error {
 	return nil
 }
 
-// baseURL ends with the class segment, which GATEWAY_CLASS (passed on to the
+// baseURL ends with the class segment, which settings.EnvClass (passed on to the
 // server with the rest of the environment) may rename.
 func baseURL(addr, instance string) string {
-	class := cmp.Or(os.Getenv("GATEWAY_CLASS"), "TServiceRestInterface")
+	class := cmp.Or(os.Getenv(settings.EnvClass), gateway.DefaultClass)
 	return fmt.Sprintf("http://%s/%s/RestServerIsapi.dll/api/v1/%s/", addr, instance, class)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -31,7 +32,11 @@ func slowClients(ctx context.Context, o options, n int, d time.Duration) error {
 	var opened atomic.Int64
 	var wg sync.WaitGroup
 	for i := range n {
-		head := "POST /" + o.instance + "/RestServerIsapi.dll/api/v1/TServiceRestInterface/executequery HTTP/1.1\r\nHost: x\r\n"
+		u, err := url.Parse(base + "executequery")
+		if err != nil {
+			return err
+		}
+		head := "POST " + u.RequestURI() + " HTTP/1.1\r\nHost: x\r\n"
 		rest := "X-Slow: " + strings.Repeat("a", 120) + "\r\n"
 		if i%2 == 1 {
 			// Headers complete, the body a byte at a time.

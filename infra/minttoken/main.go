@@ -63,7 +63,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return nil
 	}
 	if !erp.ValidInstanceName(*instance) {
-		return errors.New("-instance: want the instance name (1 to 64 letters, digits, _ or -)")
+		return errors.New("-instance: want the instance name (" + erp.InstanceNameRule + ")")
 	}
 	limits, err := parseLimits(*readOnly, *claves, *expires, *catalogFile, time.Now())
 	if err != nil {

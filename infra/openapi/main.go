@@ -29,7 +29,7 @@ func main() {
 	flag.StringVar(&o.instance, "instance", "demo", "instance whose database declares the answers' columns")
 	flag.StringVar(&o.catalog, "catalog", "infra/catalog.demo.json", "catalog file")
 	flag.StringVar(&o.readme, "readme", "README.md,infra/docs/catalog.md", "comma-separated documents whose examples the document shows: the README and the guide's pages that hold curl examples (empty: none)")
-	flag.StringVar(&o.class, "class", "TServiceRestInterface", "interface-class path segment")
+	flag.StringVar(&o.class, "class", gateway.DefaultClass, "interface-class path segment")
 	flag.StringVar(&o.server, "server", "http://127.0.0.1:3000", "base URL")
 	flag.StringVar(&o.out, "out", "infra/openapi.json", "file to write (- for standard output)")
 	flag.Parse()

@@ -153,7 +153,7 @@ var codes = [...]Info{
 
 	{CodeNotFound, http.StatusNotFound, OutcomeClientError, ScopeRouting, "No such path."},
 	{CodeMethod, http.StatusMethodNotAllowed, OutcomeClientError, ScopeRouting, "A method the path does not serve; Allow names the one it does."},
-	{CodeBadInstance, http.StatusBadRequest, OutcomeClientError, ScopeInstance, "The instance name is not 1 to 64 letters, digits, _ or -."},
+	{CodeBadInstance, http.StatusBadRequest, OutcomeClientError, ScopeInstance, "The instance name is not " + InstanceNameRule + "."},
 	{CodeUnauthorized, http.StatusUnauthorized, OutcomeUnauthorized, ScopeInstance, "No token, a wrong or revoked token, several Authorization headers, or no such instance."},
 	{CodeTokenExpired, http.StatusUnauthorized, OutcomeUnauthorized, ScopeInstance, "The token has expired; its message says when."},
 	{CodeOutOfScope, http.StatusForbidden, OutcomeUnauthorized, ScopeBody, "The token may not run this CLAVE (it is limited to reads or to a list of CLAVEs); the message names the CLAVE."},

@@ -17,6 +17,9 @@ var (
 // state it (OpenAPI).
 const InstanceNamePattern = `^[A-Za-z0-9_-]{1,64}$`
 
+// InstanceNameRule says InstanceNamePattern in words, for messages.
+const InstanceNameRule = "1 to 64 letters, digits, _ or -"
+
 // ValidInstanceName reports whether name may name an instance: letters,
 // digits, _ and -, at most 64. Names are checked before any lookup uses them.
 func ValidInstanceName(name string) bool { return validInstance.MatchString(name) }

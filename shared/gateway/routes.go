@@ -205,7 +205,7 @@ func (h *Handler) authenticate(r *http.Request, instance string) (tenants.Instan
 		return tenants.Instance{}, erp.Grant{}, &o
 	}
 	if !erp.ValidInstanceName(instance) {
-		return refuse(refusal(erp.CodeBadInstance, "the instance name must be 1 to 64 letters, digits, _ or -"))
+		return refuse(refusal(erp.CodeBadInstance, "the instance name must be "+erp.InstanceNameRule))
 	}
 	if matched, ok := r.Context().Value(pathInstanceKey{}).(string); ok && matched != instance {
 		return refuse(refusal(erp.CodeBadInstance, "the instance name in the path is ambiguous"))

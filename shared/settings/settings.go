@@ -300,7 +300,7 @@ func endpoint(dst *catalog.Endpoint) form {
 }
 
 func instance(dst *string) form {
-	return form{want: "an instance name (1 to 64 letters, digits, _ or -)", parse: func(v string) bool {
+	return form{want: "an instance name (" + erp.InstanceNameRule + ")", parse: func(v string) bool {
 		*dst = v
 		return v == "" || erp.ValidInstanceName(v)
 	}}
