@@ -215,16 +215,6 @@ func (p *Pools) Describe(ctx context.Context, t erp.Target, names []string, tabl
 	return procs, problems, nil
 }
 
-// CheckTable says what keeps the gateway's user from using table in cfg's
-// database; nothing when all is there.
-func CheckTable(ctx context.Context, cfg erp.Connection, table catalog.Table) (problems []catalog.Finding, err error) {
-	err = reading(ctx, cfg, DefaultLongestCall+orphanMargin, func(tx *sql.Tx) error {
-		problems, err = checkTable(ctx, tx, table)
-		return err
-	})
-	return problems, err
-}
-
 // checkTable finds the table missing, a column missing, a privilege not granted
 // (to the user, its role or PUBLIC), with CURRENT_USER and CURRENT_ROLE as
 // the procedures' grants are.
