@@ -24,6 +24,7 @@ import (
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/lambdafn"
+	"github.com/erp-gateway/gateway/shared/settings"
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
@@ -64,7 +65,7 @@ func newFunction(t testing.TB, endpoint catalog.Endpoint, env map[string]string)
 func newFunctionWith(t testing.TB, endpoint catalog.Endpoint, builtCatalog string, env map[string]string) *lambdafn.Function {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	fn, err := lambdafn.New(context.Background(), endpoint, builtCatalog, func(k string) string { return env[k] }, log)
+	fn, err := lambdafn.New(context.Background(), endpoint, builtCatalog, settingsOf(t, env), log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,4 +189,14 @@ func frozenListener(t testing.TB) int {
 	}
 	t.Cleanup(func() { ln.Close() })
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// settingsOf reads the settings of the environment env holds.
+func settingsOf(t testing.TB, env map[string]string) settings.Settings {
+	t.Helper()
+	s, err := settings.Read(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

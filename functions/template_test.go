@@ -233,7 +233,7 @@ func handlerMetrics(t *testing.T) map[string][]string {
 	var logs bytes.Buffer
 	env := inline(t, nil)
 	env["GATEWAY_METRICS_NAMESPACE"] = "Test"
-	fn, err := lambdafn.New(context.Background(), catalog.ExecuteQuery, "", func(k string) string { return env[k] }, slog.New(slog.NewJSONHandler(&logs, nil)))
+	fn, err := lambdafn.New(context.Background(), catalog.ExecuteQuery, "", settingsOf(t, env), slog.New(slog.NewJSONHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

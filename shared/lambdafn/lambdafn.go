@@ -46,21 +46,12 @@ type Function struct {
 	streaming bool
 }
 
-// New builds the function serving endpoint from the environment getenv reads
-// (infra/docs/configuration.md#configuration). builtCatalog is the catalog make build wrote
-// into the binary, its JSON gzipped and base64'd, or empty. Call New once per
-// execution environment, not per event.
-func New(ctx context.Context, endpoint catalog.Endpoint, builtCatalog string, getenv func(string) string, log *slog.Logger) (*Function, error) {
-	s, err := settings.Read(getenv)
-	if err != nil {
-		return nil, err
-	}
-	return build(ctx, endpoint, builtCatalog, s, log)
-}
-
-// build is New from settings already read: Main reads them first, for the
-// level of the log New writes to.
-func build(ctx context.Context, endpoint catalog.Endpoint, builtCatalog string, s settings.Settings, log *slog.Logger) (*Function, error) {
+// New builds the function serving endpoint with the settings read from the
+// environment (infra/docs/configuration.md#configuration): read first, as
+// they set the level of the log New writes to. builtCatalog is the catalog
+// make build wrote into the binary, its JSON gzipped and base64'd, or
+// empty. Call New once per execution environment, not per event.
+func New(ctx context.Context, endpoint catalog.Endpoint, builtCatalog string, s settings.Settings, log *slog.Logger) (*Function, error) {
 	// What each part of the start costs is told once, for the cold start's
 	// breakdown (infra/docs/internals.md#cold-start).
 	began := time.Now()
@@ -294,7 +285,7 @@ func Main(endpoint catalog.Endpoint, builtCatalog string) {
 	log := slog.New(newLevelHandler(all, s.LambdaLogLevel))
 	var fn *Function
 	if err == nil {
-		fn, err = build(context.Background(), endpoint, builtCatalog, s, log)
+		fn, err = New(context.Background(), endpoint, builtCatalog, s, log)
 	}
 	if err != nil {
 		log.Error("cannot start", "endpoint", endpoint, "err", err)
