@@ -66,7 +66,7 @@ func (s *Session) Document(ctx context.Context, cs []catalog.Call, claim calls.P
 		}
 	}
 	err := s.block(ctx, name, procs, func(sigs map[string]catalog.Procedure) block {
-		text, doc := DocumentBlock(cs, sigs, claim)
+		text, doc := documentBlock(cs, sigs, claim)
 		return block{text: text, doc: doc}
 	}, func(b block) error {
 		if b.doc == nil {
@@ -210,7 +210,7 @@ const (
 	documentRowMax  = 1 << 20
 )
 
-// DocumentBlock writes the block of a document of calls, from the
+// documentBlock writes the block of a document of calls, from the
 // signatures of their procedures, with claim's inputs and statements
 // first, and its layout; nil when the calls must
 // run one by one: a procedure unknown or called with other than its
@@ -218,7 +218,7 @@ const (
 // the answer does not have, or whose type is not exactly the argument's
 // (the value then passes through Go as it does between statements of
 // their own, and converts as it does there), or a block too large.
-func DocumentBlock(cs []catalog.Call, sigs map[string]catalog.Procedure, claim calls.Parts) (string, *document) {
+func documentBlock(cs []catalog.Call, sigs map[string]catalog.Procedure, claim calls.Parts) (string, *document) {
 	doc := &document{cols: make([][]docColumn, len(cs)), inputs: make([][]int, len(cs)), readInputs: make([][]int, len(cs))}
 	ins := append(originInputs(), claim.Inputs...)
 	rets := []string{"GATEWAY$CALL INTEGER"}

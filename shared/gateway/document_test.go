@@ -15,7 +15,7 @@ import (
 )
 
 // TestDocumentAsOneStatement: a batch of writes runs as one EXECUTE BLOCK,
-// references passed inside the database (firebird.DocumentBlock), and
+// references passed inside the database (the firebird package's documentBlock), and
 // answers as its calls sent one by one do, byte for byte: values of every
 // kind, a refused call named with the database's own text, a reference
 // that finds no row; and where the block cannot (a reference the block

@@ -124,8 +124,8 @@ func (h *Handler) logRequest(ctx context.Context, r *http.Request, o outcome, wo
 	h.log.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
 }
 
-// Metric is one metric of the requests' log lines.
-type Metric struct {
+// metric is one metric of the requests' log lines.
+type metric struct {
 	Name, Unit string
 	// PerInstance: also by Instance. Per customer only what an operator
 	// asks per customer, as every dimension combination is a metric billed
@@ -148,10 +148,10 @@ func count(k tally.Kind) func(measure) float64 {
 	return func(m measure) float64 { return float64(m.work.Get(k)) }
 }
 
-// Metrics lists the metrics every request's line carries, by Operation and
+// metrics lists the metrics every request's line carries, by Operation and
 // Outcome (erp.Outcome); the template's alarms and dashboard are held to it.
-func Metrics() []Metric {
-	return []Metric{
+func metrics() []metric {
+	return []metric{
 		{"Requests", "Count", true, func(measure) float64 { return 1 }},
 		{"Latency", "Milliseconds", true, func(m measure) float64 { return m.ms }},
 		{"DatabaseTime", "Milliseconds", false, func(m measure) float64 { return float64(m.o.dbTime.Microseconds()) / 1000 }},
@@ -193,7 +193,7 @@ func (h *Handler) emf(o outcome, work *tally.Counts, ms float64) []slog.Attr {
 		slog.String("Outcome", string(o.class())),
 		slog.String("Instance", instance),
 	}
-	for _, m := range Metrics() {
+	for _, m := range metrics() {
 		def := map[string]string{"Name": m.Name, "Unit": m.Unit}
 		all = append(all, def)
 		if m.PerInstance {
