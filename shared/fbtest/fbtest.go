@@ -71,6 +71,11 @@ func Admin(t testing.TB, cfg erp.Connection) erp.Connection {
 // server answers.
 func Open(t testing.TB, cfg erp.Connection) *sql.DB {
 	t.Helper()
+	// Checked first: a host the DSN cannot carry fails the driver's parse
+	// with the whole DSN, password included, in its error.
+	if err := cfg.Check(); err != nil {
+		t.Fatalf("test connection %s: %v", cfg, err)
+	}
 	db, err := sql.Open("firebirdsql", firebird.DSN(cfg))
 	if err != nil {
 		t.Fatalf("open %s: %v", cfg, err)
