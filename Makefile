@@ -137,9 +137,12 @@ test-db: firebird
 	@$(FB) createdb $(notdir $(FB_TEST_OTHER_DB)) other WIN1252
 
 # -p 1: the integration tests of different packages share one server, and some
-# count its open statements or restart it.
+# count its open statements or restart it. -race: the gateway is concurrent
+# (pools, caches, breakers, hunts), and the tests' faults are where a race
+# would show; the detector needs cgo, so a C compiler.
 test: test-db
-	FB_TEST_SYSDBA_PASSWORD=$$($(FB) sysdba) go test -p 1 -count=1 ./...
+	@command -v gcc >/dev/null || { echo "make test runs the race detector, which needs a C compiler: apt-get install gcc" >&2; exit 1; }
+	FB_TEST_SYSDBA_PASSWORD=$$($(FB) sysdba) CGO_ENABLED=1 go test -race -p 1 -count=1 ./...
 
 # Prints each benchmark, then the handler's time as a multiple of the raw
 # driver call measured in the same run.

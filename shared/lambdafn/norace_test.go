@@ -1,0 +1,5 @@
+//go:build !race
+
+package lambdafn_test
+
+const raceDetector = false
