@@ -16,7 +16,7 @@ func headers() obj {
 		{"X-Request-Id", obj{{"description", "The request's id (API Gateway's request id in AWS): quote it to the operator, who finds the request's log line by it."}, {"schema", str}}},
 		{"Cache-Control", obj{{"description", "no-store: answers are never cached."}, {"schema", oneValue("no-store")}}},
 		{"X-Content-Type-Options", obj{{"description", "nosniff: the answer is JSON, never to be taken for another type."}, {"schema", oneValue("nosniff")}}},
-		{"WWW-Authenticate", obj{{"description", "Bearer realm=\"erp-gateway\": send the instance's token (README.md#tokens)."}, {"schema", str}}},
+		{"WWW-Authenticate", obj{{"description", "Send the instance's token (README.md#tokens)."}, {"schema", oneValue(`Bearer realm="erp-gateway"`)}}},
 		{"Retry-After", obj{{"description", "Seconds to wait before trying again, when the gateway knows (a paused instance, the local server's bound)."}, {"schema", obj{{"type", "integer"}, {"minimum", 1}}}}},
 		{"Allow", obj{{"description", "The method the path serves."}, {"schema", str}}},
 		{"Preference-Applied", obj{{"description", "tx=rollback: the request ran as a dry run, and nothing of it was written."}, {"schema", oneValue("tx=rollback")}}},
