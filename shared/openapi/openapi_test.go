@@ -1,10 +1,13 @@
 package openapi
 
 import (
+	"encoding/json"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/erp"
 )
 
 // TestDecimalPatternIsTheGatewaysReading: a value the document's pattern
@@ -51,5 +54,50 @@ func TestDecimalPatternIsTheGatewaysReading(t *testing.T) {
 				t.Errorf("NUMERIC(%d,%d) %q: taken by %s", tt.precision, tt.scale, v, pattern)
 			}
 		}
+	}
+}
+
+// TestKeySchemaIsTheGatewaysRule: the Idempotency-Key the document
+// describes is the key the gateway takes (erp.ValidKey), at both ends of
+// its length and of printable ASCII.
+func TestKeySchemaIsTheGatewaysRule(t *testing.T) {
+	doc, err := Document(Input{Catalog: catalog.Default(), Class: "C", Server: "http://127.0.0.1:3000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parsed struct {
+		Paths map[string]map[string]struct {
+			Parameters []struct {
+				Name   string
+				Schema struct {
+					MinLength, MaxLength int
+					Pattern              string
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal(doc, &parsed); err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, methods := range parsed.Paths {
+		for _, op := range methods {
+			for _, p := range op.Parameters {
+				if p.Name != "Idempotency-Key" {
+					continue
+				}
+				found++
+				re := regexp.MustCompile(p.Schema.Pattern)
+				for _, k := range []string{"", "a", " ", "~", "order-1", "a\tb", "\x7f", "ñ", strings.Repeat("k", erp.MaxKeyLength), strings.Repeat("k", erp.MaxKeyLength+1)} {
+					described := re.MatchString(k) && len(k) >= p.Schema.MinLength && len(k) <= p.Schema.MaxLength
+					if described != erp.ValidKey(k) {
+						t.Errorf("key %q: the document takes it %v, the gateway %v", k, described, erp.ValidKey(k))
+					}
+				}
+			}
+		}
+	}
+	if found == 0 {
+		t.Fatal("no Idempotency-Key parameter in the document")
 	}
 }
