@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -104,7 +105,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintln(out, opens)
 	}
 	if signer.PublicKey() == access.DemoKey {
-		fmt.Fprintln(out, "note: signed with the demo key, which is public: only make run's local server accepts it; a deployment refuses it (1207)")
+		fmt.Fprintln(out, "note: signed with the demo key, which is public: only make run's local server accepts it; a deployment refuses it ("+strconv.Itoa(int(erp.CodeAccessDemoKey))+")")
 	}
 	return nil
 }
@@ -127,9 +128,9 @@ func check(ctx context.Context, file, secret, instance, token string) (string, e
 	switch {
 	case doc.HoldsDemoKey() && secret != "":
 		// A deployment's document: it refuses every token (1207).
-		return "", fmt.Errorf("the access document %s holds the public demo key, so the deployment reading it refuses every token (1207): replace that key with one of your own (make token-key)", secret)
+		return "", fmt.Errorf("the access document %s holds the public demo key, so the deployment reading it refuses every token (%d): replace that key with one of your own (make token-key)", secret, erp.CodeAccessDemoKey)
 	case doc.HoldsDemoKey():
-		what += ", which holds the public demo key: a deployment reading it refuses every token (1207)"
+		what += ", which holds the public demo key: a deployment reading it refuses every token (" + strconv.Itoa(int(erp.CodeAccessDemoKey)) + ")"
 	}
 	return "it opens instance " + instance + " with " + what, nil
 }

@@ -84,7 +84,7 @@ func Document(in Input) ([]byte, error) {
 			{"description", "An answer of either endpoint, one call's: its rows (data), the database's refusal or a batch call's outcome (ex_execsql). The columns of each CLAVE's rows are in its own schema, <CLAVE>.answer: decode data with it (answers are open to columns the ERP adds later). One schema for every CLAVE, because the path is the same for all and a generator cannot tell their answers apart."},
 			{"type", "object"}, {"required", []string{"cod_error"}},
 			{"properties", obj{
-				{"cod_error", obj{{"type", "integer"}, {"minimum", 0}, {"description", "0, or a batch call's code (1501-1503)."}}},
+				{"cod_error", obj{{"type", "integer"}, {"minimum", 0}, {"description", fmt.Sprintf("0, or a batch call's code (%d-%d).", erp.CodeRolledBack, erp.CodeReferenceMissing)}}},
 				{"data", obj{{"type", "array"}, {"items", obj{{"type", "object"}, {"additionalProperties", true}}}}},
 				{"ex_execsql", obj{{"type", "string"}}},
 			}},
@@ -137,7 +137,7 @@ func Document(in Input) ([]byte, error) {
 		{"security", []obj{{{"bearer", []string{}}}}},
 		{"paths", paths},
 		{"components", obj{
-			{"securitySchemes", obj{{"bearer", obj{{"type", "http"}, {"scheme", "bearer"}, {"description", "The instance's token, minted by its operator with make token (README.md#tokens). A token may be limited to reads (READ_ONLY=1), to a list of CLAVEs (CLAVES=...) and to a last day (EXPIRES=YYYY-MM-DD): a request outside its limits gets 403 with cod_error 1107 naming the CLAVE, an expired token 401 with 1106. The operator revokes one token by its id (revoked_tokens of the instance document), or every token of a key by removing the key."}}}}},
+			{"securitySchemes", obj{{"bearer", obj{{"type", "http"}, {"scheme", "bearer"}, {"description", "The instance's token, minted by its operator with make token (README.md#tokens). A token may be limited to reads (READ_ONLY=1), to a list of CLAVEs (CLAVES=...) and to a last day (EXPIRES=YYYY-MM-DD): a request outside its limits gets 403 with cod_error " + strconv.Itoa(int(erp.CodeOutOfScope)) + " naming the CLAVE, an expired token 401 with " + strconv.Itoa(int(erp.CodeTokenExpired)) + ". The operator revokes one token by its id (revoked_tokens of the instance document), or every token of a key by removing the key."}}}}},
 			{"schemas", schemas},
 			{"headers", headers()},
 			{"responses", routingResponses()},
@@ -216,7 +216,7 @@ func operation(in Input, endpoint catalog.Endpoint, ops obj) (op, request obj) {
 	// An object or an array: generators tell the two apart by the JSON
 	// type, which they cannot do between the operations' answers.
 	ok := answer(200, "One call's answer: the procedure's rows (`data`, each row's keys in the procedure's output order, as <CLAVE>.answer describes them), or the database's refusal (`ex_execsql`); for a batch, an array of them.", ansExamples,
-		obj{{"oneOf", []obj{ref("Answer"), {{"type", "array"}, {"description", "A batch's answer: one element per call, in order, each in the single call's shape; a failed batch's elements carry no data (codes 1501-1503)."}, {"items", ref("Answer")}}}}})
+		obj{{"oneOf", []obj{ref("Answer"), {{"type", "array"}, {"description", "A batch's answer: one element per call, in order, each in the single call's shape; a failed batch's elements carry no data (codes " + fmt.Sprintf("%d-%d", erp.CodeRolledBack, erp.CodeReferenceMissing) + ")."}, {"items", ref("Answer")}}}}})
 	summary, scope := "Run a read operation (a selectable procedure)", erp.ScopeEdge|erp.ScopeInstance|erp.ScopeBody|erp.ScopeDatabase
 	params := pathParams(in.Class)
 	if endpoint == catalog.Execute {
@@ -225,7 +225,7 @@ func operation(in Input, endpoint catalog.Endpoint, ops obj) (op, request obj) {
 			{"description", "Makes the write safe to retry: the same key with the same request answers the first answer, byte for byte, and writes nothing again (README.md#writes-that-are-safe-to-retry). Only on instances that keep keys."},
 			{"schema", obj{{"type", "string"}, {"minLength", 1}, {"maxLength", erp.MaxKeyLength}, {"pattern", `^[\x20-\x7e]+$`}}}})
 		params = append(params, obj{{"name", "Prefer"}, {"in", "header"}, {"required", false},
-			{"description", "tx=rollback (RFC 7240): a dry run. Everything runs and answers as it would, then is rolled back; numbers a generator handed out are used up, so they differ from a real run's. Refused with an Idempotency-Key (1405)."},
+			{"description", "tx=rollback (RFC 7240): a dry run. Everything runs and answers as it would, then is rolled back; numbers a generator handed out are used up, so they differ from a real run's. Refused with an Idempotency-Key (" + strconv.Itoa(int(erp.CodeKeyDryRun)) + ")."},
 			{"schema", obj{{"type", "string"}}}})
 		ok = withHeader(withHeader(ok, "Idempotent-Replayed"), "Preference-Applied")
 	}
