@@ -1,10 +1,11 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -12,7 +13,6 @@ import (
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/openapi"
-	"github.com/erp-gateway/gateway/shared/record"
 )
 
 // Describer reads what a database says of procedures;
@@ -212,35 +212,29 @@ func (h *Handler) health(ctx context.Context, c caller) outcome {
 	return healthAnswer(status, code, word, "", findings)
 }
 
+// health is a health check's answer.
+type health struct {
+	Code     erp.Code        `json:"cod_error"`
+	Status   erp.Health      `json:"status"`
+	Message  string          `json:"ex_execsql,omitempty"`
+	Findings []healthFinding `json:"findings,omitempty"`
+}
+
+type healthFinding struct {
+	Clave string `json:"clave"`
+	Fatal bool   `json:"fatal"`
+	Text  string `json:"finding"`
+}
+
 func healthAnswer(status int, code erp.Code, word erp.Health, message string, findings []catalog.Finding) outcome {
-	b := []byte(`{"cod_error":`)
-	b = strconv.AppendInt(b, int64(code), 10)
-	b = append(b, `,"status":`...)
-	b = record.AppendString(b, string(word))
-	if message != "" {
-		b = append(b, `,"ex_execsql":`...)
-		b = record.AppendString(b, message)
+	h := health{Code: code, Status: word, Message: message}
+	for _, f := range findings {
+		h.Findings = append(h.Findings, healthFinding{f.Clave, f.Fatal, f.Text})
 	}
-	if len(findings) > 0 {
-		b = append(b, `,"findings":[`...)
-		for i, f := range findings {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"clave":`...)
-			b = record.AppendString(b, f.Clave)
-			b = append(b, `,"fatal":`...)
-			if f.Fatal {
-				b = append(b, "true"...)
-			} else {
-				b = append(b, "false"...)
-			}
-			b = append(b, `,"finding":`...)
-			b = record.AppendString(b, f.Text)
-			b = append(b, '}')
-		}
-		b = append(b, ']')
-	}
-	b = append(b, '}')
-	return outcome{status: status, code: code, body: b}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	// As every answer: text as it is, not <, > and & as \u escapes.
+	enc.SetEscapeHTML(false)
+	enc.Encode(h) //nolint:errcheck // strings, a bool and integers always encode
+	return outcome{status: status, code: code, body: bytes.TrimSuffix(b.Bytes(), []byte("\n"))}
 }
