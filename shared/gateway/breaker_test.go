@@ -274,21 +274,24 @@ func TestABreakerClosesOverASlowLink(t *testing.T) {
 	}
 }
 
-// TestClientsThatLeaveDoNotCloseTheBreaker: a client that gives up before
-// its call's deadline says nothing of the database; against a hanging
-// instance, calls whose clients wait open the breaker after three, however
-// many impatient clients come between them.
-func TestClientsThatLeaveDoNotCloseTheBreaker(t *testing.T) {
+// TestAClientThatLeavesDoesNotCancelItsCall: as in Lambda, where API
+// Gateway holds the invocation, a call runs to its end whether or not its
+// client waits for the answer. A write whose client left at once is
+// written whole and answered as written; against a hanging instance, calls
+// whose clients left are judged by the database like the others, and the
+// breaker opens after three.
+func TestAClientThatLeavesDoesNotCancelItsCall(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	proxy := newProxy(t, "127.0.0.1:3050")
 	cfg := fbtest.Demo(t)
 	cfg.Port = proxy.port()
+	admin := fbtest.Open(t, fbtest.Admin(t, fbtest.Demo(t)))
 	e := newEnv(t, gateway.Config{Timeout: timeout, Breaker: gateway.BreakerConfig{Failures: 3, CoolDown: time.Minute}}, map[string]any{"a": anonymous(cfg)})
-	read := func(wait time.Duration) response {
+	send := func(endpoint, body string, wait time.Duration) response {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer time.AfterFunc(wait, cancel).Stop() // as net/http does when its client leaves
 		defer cancel()
-		req := httptest.NewRequestWithContext(ctx, http.MethodPost, path("a", "executequery"), strings.NewReader(`{"CLAVE":"Get_Terceros","CODIGO":"800000000"}`))
+		req := httptest.NewRequestWithContext(ctx, http.MethodPost, path("a", endpoint), strings.NewReader(body))
 		rec := httptest.NewRecorder()
 		e.h.ServeHTTP(rec, req)
 		var r response
@@ -296,20 +299,20 @@ func TestClientsThatLeaveDoNotCloseTheBreaker(t *testing.T) {
 		json.Unmarshal(rec.Body.Bytes(), &r.Body) //nolint:errcheck // checked by the caller
 		return r
 	}
-	if r := read(time.Minute); r.Status != http.StatusOK {
-		t.Fatalf("well: %d %s", r.Status, r.Raw)
+	read := `{"CLAVE":"Get_Terceros","CODIGO":"800000000"}`
+	code := fmt.Sprintf("9%09d", time.Now().UnixNano()%1e9)
+	if r := send("execute", fbtest.SetTerceros(code, "Gone"), 0); r.Status != http.StatusOK || fbtest.ThirdParties(t, admin, code) != 1 {
+		t.Fatalf("a write whose client left at once: %d %s, %d rows", r.Status, r.Raw, fbtest.ThirdParties(t, admin, code))
 	}
 	proxy.hang(true)
 	for i := range 3 {
-		if r := read(time.Minute); r.Status != http.StatusServiceUnavailable {
-			t.Fatalf("call %d, waited for: %d %s", i+1, r.Status, r.Raw)
-		}
-		if i < 2 {
-			read(50 * time.Millisecond) // a client that leaves
+		start := time.Now()
+		if r := send("executequery", read, 50*time.Millisecond); r.Status != http.StatusServiceUnavailable || time.Since(start) < timeout {
+			t.Fatalf("call %d, its client gone after 50 ms: %d %s after %s", i+1, r.Status, r.Raw, time.Since(start))
 		}
 	}
 	start := time.Now()
-	if r := read(time.Minute); r.Body.CodError == nil || *r.Body.CodError != int(erp.CodePaused) || time.Since(start) > timeout/2 {
+	if r := send("executequery", read, time.Minute); r.Body.CodError == nil || *r.Body.CodError != int(erp.CodePaused) || time.Since(start) > timeout/2 {
 		t.Fatalf("after three calls that hung: %d %s in %v, want the breaker open", r.Status, r.Raw, time.Since(start))
 	}
 }

@@ -165,7 +165,19 @@ func New(cfg Config, cat *catalog.Catalog, acc Access, instances Instances, db D
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	ctx := r.Context()
+	// A client that leaves does not cancel its calls, as in Lambda, where
+	// API Gateway holds the invocation: a write cut short by a client's
+	// going would cost the customer's database a cancelled statement and a
+	// discarded attachment, and a client that half-closes its end after
+	// its request (an HTTP/1.0 habit), which net/http takes for leaving,
+	// would be told its database is down. The calls keep their deadline;
+	// a streamed answer stops at its first write that fails.
+	ctx := context.WithoutCancel(r.Context())
+	if deadline, ok := r.Context().Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
 	ids, ok := requestIDsOf(ctx)
 	if !ok {
 		ids.API = NewRequestID()

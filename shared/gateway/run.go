@@ -194,7 +194,7 @@ func (h *Handler) breaker(ctx context.Context, t erp.Target, call func(context.C
 		// failed probe, hung and refused alike keep the breaker open, so
 		// the silence stands in for the bound verdict weighs time against.
 		if v := h.verdict(err, time.Since(began), h.breakers.cfg.ProbeSilence); err != nil && (v != answered || ctx.Err() != nil) {
-			if v == answered { // the caller went away: no verdict, another probe soon
+			if v == answered { // the request's own time ran out: no verdict, another probe soon
 				v = refused
 			}
 			h.breakers.done(t.Instance, tk, v)
@@ -220,7 +220,7 @@ func (h *Handler) breaker(ctx context.Context, t erp.Target, call func(context.C
 // database failing to serve it counts against the instance: a database
 // that answered "cannot run this" is up (one procedure's trouble must not
 // pause the others), credentials refused are the database answering, and a
-// client that went away says nothing of the database. Of the failures,
+// call cancelled says nothing of the database. Of the failures,
 // only those that cost time (a deadline spent, half the bound or more)
 // open the breaker: a fast refusal (a server restarting) costs nothing to
 // try again, and refusing calls then would only make the outage longer.
@@ -228,8 +228,8 @@ func (h *Handler) verdict(err error, took, limit time.Duration) verdict {
 	f := erp.FaultOf(err)
 	switch {
 	case errors.Is(err, context.Canceled) || errors.Is(err, erp.ErrBusy):
-		// Neither the database's health nor its failure (the client left,
-		// or the call waited for a connection others held): a call that
+		// Neither the database's health nor its failure (the call was
+		// cancelled, or waited for a connection others held): a call that
 		// counts for nothing, where "answered" would close the breaker.
 		return refused
 	case f == nil || !f.Down:
