@@ -65,6 +65,10 @@ func TestParse(t *testing.T) {
 		{"Windows-1252 bytes", ExecuteQuery, "{\"CLAVE\":\"Get_Referencias\",\"CODIGO\":\"Pe\xf1a\"}", erp.CodeParamInvalid, nil},
 		{"required null", ExecuteQuery, `{"CLAVE":"Get_Referencias","CODIGO":null}`, erp.CodeParamMissing, nil},
 		{"CLAVE is case sensitive", ExecuteQuery, `{"CLAVE":"get_referencias","CODIGO":"1"}`, erp.CodeClaveUnknown, nil},
+		{"a field twice", ExecuteQuery, `{"CLAVE":"Get_Referencias","CODIGO":"REF0001","CODIGO":"REF0002"}`, erp.CodeNotObject, nil},
+		{"CLAVE twice", ExecuteQuery, `{"CLAVE":"Set_Terceros","CLAVE":"Get_Referencias","CODIGO":"1"}`, erp.CodeNotObject, nil},
+		{"a name twice in another spelling is two names", ExecuteQuery, `{"CLAVE":"Get_Referencias","CODIGO":"1","C\u004fDIGO":"2"}`, erp.CodeNotObject, nil},
+		{"colons and braces inside strings", ExecuteQuery, `{"CLAVE":"Get_Referencias","CODIGO":"a:{\"b\":[1]}"}`, 0, []any{`a:{"b":[1]}`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

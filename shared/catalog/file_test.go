@@ -236,6 +236,16 @@ func FuzzParse(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, body string) {
+		// members counts what a map of the object loses: a name given
+		// twice, in any spelling JSON allows.
+		var m map[string]json.RawMessage
+		if json.Unmarshal([]byte(body), &m) == nil && m != nil {
+			n, twice := members([]byte(body)), erp.Repeated([]byte(body), false)
+			_, named := m[twice]
+			if n < len(m) || n > len(m) && !named || n == len(m) && twice != "" {
+				t.Fatalf("%d members, %d names, %q given twice", n, len(m), twice)
+			}
+		}
 		for _, endpoint := range []Endpoint{ExecuteQuery, Execute} {
 			call, refused := c.Parse(endpoint, []byte(body))
 			if refused != nil {

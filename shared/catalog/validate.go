@@ -138,6 +138,12 @@ func (c *Catalog) parse(endpoint Endpoint, body []byte, index int) (Call, *erp.E
 	if err := json.Unmarshal(body, &fields); err != nil {
 		return Call{}, erp.Refuse(erp.CodeNotObject, "the body is not valid JSON: %s", jsonProblem(err))
 	}
+	if members(body) != len(fields) {
+		// encoding/json keeps a name's last value without a word, where
+		// whatever reads the request before us (a proxy, a WAF, a log)
+		// may take its first: one request must not mean two.
+		return Call{}, erp.Refuse(erp.CodeNotObject, "the body gives %q more than once: give each field once", erp.Repeated(body, false))
+	}
 
 	raw, ok := fields["CLAVE"]
 	if !ok || isNull(raw) {
@@ -246,7 +252,7 @@ func reference(raw json.RawMessage, name string, index int) (Ref, *erp.Error) {
 	dec.DisallowUnknownFields()
 	form := `{"$from": <an earlier call's index, from 0>, "$field": "<a column of its answer>"}`
 	switch {
-	case dec.Decode(&v) != nil || v.From == nil || v.Field == nil || *v.Field == "" || utf8.RuneCountInString(*v.Field) > MaxName:
+	case dec.Decode(&v) != nil || members(raw) != 2 || v.From == nil || v.Field == nil || *v.Field == "" || utf8.RuneCountInString(*v.Field) > MaxName:
 		return Ref{}, erp.Refuse(erp.CodeReference, "%s: a value taken from another call is written %s", name, form)
 	case index < 0:
 		return Ref{}, erp.Refuse(erp.CodeReference, "%s: a value taken from another call needs a batch (a JSON array of calls)", name)
@@ -256,6 +262,31 @@ func reference(raw json.RawMessage, name string, index int) (Ref, *erp.Error) {
 		return Ref{}, erp.Refuse(erp.CodeReference, "%s: $from %d is not an earlier call of the batch (0 to %d)", name, *v.From, index-1)
 	}
 	return Ref{From: *v.From, Field: *v.Field}, nil
+}
+
+// members counts the members of the JSON object b, which must be valid
+// JSON (as Unmarshal found it): the colons outside strings at its top
+// level. A name given twice is one entry of the map Unmarshal fills, and
+// two here.
+func members(b []byte) int {
+	n, depth, inString := 0, 0, false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case inString && c == '\\':
+			i++ // the escaped byte, a quote perhaps
+		case inString:
+			inString = c != '"'
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			depth--
+		case c == ':' && depth == 1:
+			n++
+		}
+	}
+	return n
 }
 
 func unknownFields(op *Operation, fields map[string]json.RawMessage) []string {

@@ -9,6 +9,7 @@ package erp
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -135,7 +136,7 @@ type Info struct {
 // from; TestCodesInREADME holds the README's table to it.
 var codes = [...]Info{
 	{CodeOK, http.StatusOK, OutcomeOK, ScopeBody, "Success, or the database's own refusal in ex_execsql."},
-	{CodeNotObject, http.StatusBadRequest, OutcomeClientError, ScopeBody, "The body is not a JSON object."},
+	{CodeNotObject, http.StatusBadRequest, OutcomeClientError, ScopeBody, "The body is not a JSON object, or gives a field twice."},
 	{CodeTooLarge, http.StatusRequestEntityTooLarge, OutcomeClientError, ScopeBody, "The body is too large."},
 	{CodeClaveMissing, http.StatusBadRequest, OutcomeClientError, ScopeBody, "CLAVE is missing, null or not a string."},
 	{CodeClaveUnknown, http.StatusBadRequest, OutcomeClientError, ScopeBody, "CLAVE names no operation."},
@@ -167,7 +168,7 @@ var codes = [...]Info{
 	{CodeInternal, http.StatusInternalServerError, OutcomeInternal, ScopeEdge, "A bug; logged."},
 	{CodeTooManyRows, http.StatusUnprocessableEntity, OutcomeClientError, ScopeDatabase, "The answer has more rows than the operation's limit."},
 	{CodeAnswerTooLarge, http.StatusUnprocessableEntity, OutcomeClientError, ScopeDatabase, "The answer is larger than a Lambda function may return (a write's, or a read's where answers cannot stream), or than an Idempotency-Key keeps (1 MiB); nothing was written."},
-	{CodeKeyInvalid, http.StatusBadRequest, OutcomeClientError, ScopeWrite, "The Idempotency-Key header is not 1 to 255 printable ASCII characters, or is sent more than once."},
+	{CodeKeyInvalid, http.StatusBadRequest, OutcomeClientError, ScopeWrite, "The Idempotency-Key header is not 1 to " + strconv.Itoa(MaxKeyLength) + " printable ASCII characters, or is sent more than once."},
 	{CodeKeyNotEnabled, http.StatusBadRequest, OutcomeClientError, ScopeWrite, "The instance does not keep Idempotency-Keys: its operator must install their table and turn them on."},
 	{CodeKeyReused, http.StatusUnprocessableEntity, OutcomeClientError, ScopeWrite, "The Idempotency-Key was used for a different request."},
 	{CodeKeyInProgress, http.StatusConflict, OutcomeClientError, ScopeWrite, "A request with this Idempotency-Key is still running; see Retry-After."},

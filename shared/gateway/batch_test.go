@@ -128,6 +128,8 @@ func TestBatchWritesADocumentWhole(t *testing.T) {
 			{"not an object", `[{"CLAVE":"Set_Pedido","TERCERO":"800000000"}, 3]`, erp.CodeNotObject, 1},
 			{"over the limit", "[" + strings.Repeat(`{"CLAVE":"Set_Pedido","TERCERO":"800000000"},`, gateway.DefaultBatchMax) + `{"CLAVE":"Set_Pedido","TERCERO":"800000000"}]`, erp.CodeBatchTooLarge, -1},
 			{"a reference outside a batch", `{"CLAVE":"Set_Pedido_Linea","NUMERO":{"$from":0,"$field":"NUMERO"},"REFERENCIA":"REF0001","CANTIDAD":1}`, erp.CodeReference, -1},
+			{"a reference giving $from twice", `[{"CLAVE":"Set_Pedido","TERCERO":"800000000"},{"CLAVE":"Set_Pedido_Linea","NUMERO":{"$from":5,"$from":0,"$field":"NUMERO"},"REFERENCIA":"REF0001","CANTIDAD":1}]`, erp.CodeReference, 1},
+			{"a call giving a field twice", `[{"CLAVE":"Set_Pedido","TERCERO":"800000000","TERCERO":"900000000"}]`, erp.CodeNotObject, 0},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
