@@ -69,8 +69,8 @@ func writeHeaders(r *http.Request, c caller, endpoint catalog.Endpoint) (key str
 // must never get a commit for a spelling this service does not know.
 func txPreference(prefer []string) (dry bool, bad *erp.Error) {
 	for _, header := range prefer {
-		for _, pref := range strings.Split(header, ",") {
-			name, value, _ := strings.Cut(strings.TrimSpace(strings.SplitN(pref, ";", 2)[0]), "=")
+		for _, pref := range splitUnquoted(header, ',') {
+			name, value, _ := strings.Cut(strings.TrimSpace(splitUnquoted(pref, ';')[0]), "=")
 			if !strings.EqualFold(strings.TrimSpace(name), "tx") {
 				continue
 			}
@@ -84,6 +84,26 @@ func txPreference(prefer []string) (dry bool, bad *erp.Error) {
 		}
 	}
 	return false, nil
+}
+
+// splitUnquoted splits s at each sep outside a quoted string (RFC 9110's
+// quoted-string, backslash escapes included): a preference's quoted value
+// may hold commas, and a tx= inside one is no preference of its own.
+func splitUnquoted(s string, sep byte) []string {
+	var parts []string
+	start, quoted := 0, false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case quoted && c == '\\':
+			i++
+		case c == '"':
+			quoted = !quoted
+		case c == sep && !quoted:
+			parts = append(parts, s[start:i])
+			start = i + 1
+		}
+	}
+	return append(parts, s[start:])
 }
 
 // batchAnswer is the batch's answer: an array of each call's. A batch on
