@@ -159,6 +159,8 @@ func TestTemplateGatewayResponsesUseTheCatalogCodes(t *testing.T) {
 	want := map[string]answer{
 		"DEFAULT_4XX":       {"", erp.CodeNotFound},
 		"REQUEST_TOO_LARGE": {strconv.Itoa(erp.CodeTooLarge.Status()), erp.CodeTooLarge},
+		// 415 as API Gateway has it: a Content-Encoding it does not decode.
+		"UNSUPPORTED_MEDIA_TYPE": {"", erp.CodeNotObject},
 		// A crash or a timeout of the function: a write's outcome is unknown.
 		"DEFAULT_5XX":    {"", erp.CodeOutcomeUnknown},
 		"THROTTLED":      {strconv.Itoa(erp.CodeThrottled.Status()), erp.CodeThrottled},

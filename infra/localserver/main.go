@@ -5,6 +5,8 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
+	"compress/zlib"
 	"context"
 	"errors"
 	"flag"
@@ -15,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -125,11 +128,21 @@ func served(catalogPath string, cat *catalog.Catalog) string {
 // everyone else out.
 func limit(h http.Handler, n int, maxBody int64) http.Handler {
 	slots := make(chan struct{}, max(n, 1))
-	busy := gateway.RefusalBody(erp.CodeThrottled, "too many requests; retry later")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody {
+			encoded, err := decoded(r)
+			if err != nil {
+				answer(w, http.StatusUnsupportedMediaType, erp.CodeNotObject, err.Error(), false)
+				return
+			}
 			var whole bool
-			if r.Body, whole = arrived(r.Body, maxBody); !whole {
+			var failed error
+			if r.Body, whole, failed = arrived(r.Body, maxBody); !whole {
+				if encoded && failed != nil && !errors.Is(failed, os.ErrDeadlineExceeded) {
+					// As API Gateway: a body not encoded as it says.
+					answer(w, http.StatusUnsupportedMediaType, erp.CodeNotObject, "the body is not encoded with its Content-Encoding", false)
+					return
+				}
 				// Refused without work (408, 413): no slot, so bodies that
 				// time out together are each told so.
 				h.ServeHTTP(w, r)
@@ -141,30 +154,68 @@ func limit(h http.Handler, n int, maxBody int64) http.Handler {
 			defer func() { <-slots }()
 			h.ServeHTTP(w, r)
 		default:
-			gateway.SetAnswerHeaders(w.Header())
-			w.Header().Set("X-Request-Id", gateway.NewRequestID())
-			w.Header().Set("Content-Length", strconv.Itoa(len(busy)))
-			w.Header().Set("Retry-After", "1")
-			w.WriteHeader(erp.CodeThrottled.Status())
-			w.Write(busy) //nolint:errcheck // the client went away
+			answer(w, erp.CodeThrottled.Status(), erp.CodeThrottled, "too many requests; retry later", true)
 		}
 	})
+}
+
+// answer sends a refusal of the local server's own, as API Gateway
+// answers before a function: in the gateway's shape, with its headers.
+func answer(w http.ResponseWriter, status int, code erp.Code, message string, retry bool) {
+	body := gateway.RefusalBody(code, message)
+	gateway.SetAnswerHeaders(w.Header())
+	w.Header().Set("X-Request-Id", gateway.NewRequestID())
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	if retry {
+		w.Header().Set("Retry-After", "1")
+	}
+	w.WriteHeader(status)
+	w.Write(body) //nolint:errcheck // the client went away
+}
+
+// decoded takes a body's Content-Encoding off as API Gateway does before
+// a function sees it: gzip and deflate (zlib) are decompressed, and the
+// handler's bounds hold for what they decompress to; another coding is
+// refused with 415. encoded reports whether there was one to take off.
+func decoded(r *http.Request) (encoded bool, err error) {
+	var dec io.Reader
+	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
+	case "", "identity":
+		return false, nil
+	case "gzip":
+		dec, err = gzip.NewReader(r.Body)
+	case "deflate":
+		dec, err = zlib.NewReader(r.Body)
+	default:
+		return true, fmt.Errorf("Content-Encoding %s is not one this service decodes: send gzip, deflate or identity", gateway.Loggable(enc))
+	}
+	if err != nil {
+		return true, errors.New("the body is not encoded with its Content-Encoding")
+	}
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{dec, r.Body}
+	r.Header.Del("Content-Encoding")
+	r.ContentLength = -1
+	return true, nil
 }
 
 // arrived reads body to its end, or to one byte past maxBody (which tells
 // the handler it is too large), and returns a body that gives the handler
 // the same bytes and then the same error (a read timeout: 408); whole is
-// false when the body failed or is too large.
-func arrived(body io.ReadCloser, maxBody int64) (_ io.ReadCloser, whole bool) {
-	b, err := io.ReadAll(io.LimitReader(body, maxBody+1))
-	whole = err == nil && int64(len(b)) <= maxBody
-	if err == nil {
-		err = io.EOF
+// false when the body failed (failed says why) or is too large.
+func arrived(body io.ReadCloser, maxBody int64) (_ io.ReadCloser, whole bool, failed error) {
+	b, failed := io.ReadAll(io.LimitReader(body, maxBody+1))
+	whole = failed == nil && int64(len(b)) <= maxBody
+	then := failed
+	if then == nil {
+		then = io.EOF
 	}
 	return struct {
 		io.Reader
 		io.Closer
-	}{io.MultiReader(bytes.NewReader(b), failing{err}), body}, whole
+	}{io.MultiReader(bytes.NewReader(b), failing{then}), body}, whole, failed
 }
 
 // failing is a reader that fails with its error.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"compress/zlib"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -323,5 +324,51 @@ func TestLocalServerStreamsBigReads(t *testing.T) {
 		if ttfb > 500*time.Millisecond {
 			t.Fatalf("first byte after %s", ttfb)
 		}
+	}
+}
+
+// TestLocalServerDecodesBodiesAsAPIGateway: a body in gzip or deflate is
+// read as API Gateway hands it to a function, decompressed, within the
+// same bounds; another coding, or a body not encoded as it says, is
+// refused with 415 in the gateway's shape.
+func TestLocalServerDecodesBodiesAsAPIGateway(t *testing.T) {
+	s := start(t, build(t))
+	read := `{"CLAVE":"Get_Terceros","CODIGO":"NADIE"}`
+	var gz, zl, bomb bytes.Buffer
+	for _, w := range []struct {
+		w    io.WriteCloser
+		body []byte
+	}{{gzip.NewWriter(&gz), []byte(read)}, {zlib.NewWriter(&zl), []byte(read)}, {gzip.NewWriter(&bomb), make([]byte, 50<<20)}} {
+		w.w.Write(w.body) //nolint:errcheck // into memory
+		w.w.Close()
+	}
+	_, plain := s.post(t, "executequery", read)
+	for _, tt := range []struct {
+		name, encoding string
+		body           []byte
+		status         int
+		want           string
+	}{
+		{"gzip", "gzip", gz.Bytes(), 200, plain},
+		{"deflate", "Deflate", zl.Bytes(), 200, plain},
+		{"identity", "identity", []byte(read), 200, plain},
+		{"brotli", "br", []byte(read), 415, `{"cod_error":1001,"ex_execsql":"Content-Encoding br is not one this service decodes: send gzip, deflate or identity"}`},
+		{"gzip said, plain sent", "gzip", []byte(read), 415, `{"cod_error":1001,"ex_execsql":"the body is not encoded with its Content-Encoding"}`},
+		{"gzip cut short", "gzip", gz.Bytes()[:gz.Len()-6], 415, `{"cod_error":1001,"ex_execsql":"the body is not encoded with its Content-Encoding"}`},
+		{"50 MB of zeros in 50 KB", "gzip", bomb.Bytes(), 413, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodPost, s.base+"executequery", bytes.NewReader(tt.body))
+			req.Header.Set("Content-Encoding", tt.encoding)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			got, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tt.status || tt.want != "" && string(got) != tt.want || !json.Valid(got) || resp.Header.Get("Cache-Control") != "no-store" {
+				t.Fatalf("%d %s, want %d %s", resp.StatusCode, got, tt.status, tt.want)
+			}
+		})
 	}
 }
