@@ -31,6 +31,8 @@ type CacheOptions struct {
 	MinRefresh   time.Duration // forced refreshes of one name at most this often (10s)
 	FetchTimeout time.Duration // bound on one fetch (5s)
 	MaxEntries   int           // names held at most; expired ones are swept first (10,000)
+	// Now is the clock (tests); nil: the wall clock.
+	Now func() time.Time
 	// Log says when a document could not be read: a request may then be
 	// served the last one read, and answer 200 where the reason for a
 	// change not taking effect must still show. nil: nowhere.
@@ -85,6 +87,7 @@ func NewCache(fetcher Fetcher, opts CacheOptions) *Cache {
 		MinRefresh: opts.MinRefresh,
 		Timeout:    opts.FetchTimeout,
 		MaxEntries: opts.MaxEntries,
+		Now:        opts.Now,
 	})}
 }
 

@@ -18,6 +18,7 @@ import (
 type fakeFetcher struct {
 	calls atomic.Int64
 	delay time.Duration
+	wait  chan struct{} // when not nil, a fetch ends once it is closed
 	mu    sync.Mutex
 	docs  map[string]Instance
 	fail  error
@@ -26,6 +27,9 @@ type fakeFetcher struct {
 func (f *fakeFetcher) Fetch(ctx context.Context, name string) (Instance, error) {
 	f.calls.Add(1)
 	time.Sleep(f.delay)
+	if f.wait != nil {
+		<-f.wait
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.fail != nil {
@@ -44,6 +48,14 @@ func (f *fakeFetcher) set(name, host string, fail error) {
 	f.docs[name] = Instance{Connection: erp.Connection{Host: host}}
 	f.fail = fail
 }
+
+// clock is a test's time, moved by the test: a busy machine must not pass
+// a TTL the test means to stay within, as real sleeps of tens of
+// milliseconds did under load.
+type clock struct{ at atomic.Int64 }
+
+func (c *clock) now() time.Time       { return time.Unix(0, c.at.Load()) }
+func (c *clock) move(d time.Duration) { c.at.Add(int64(d)) }
 
 func TestCache(t *testing.T) {
 	ctx := context.Background()
@@ -109,9 +121,11 @@ func TestCache(t *testing.T) {
 			var logs strings.Builder
 			opts := opts
 			opts.Log = slog.New(slog.NewTextHandler(&logs, nil))
+			clk := &clock{}
+			opts.Now = clk.now
 			c := NewCache(f, opts)
 			for i, s := range tt.steps {
-				time.Sleep(s.sleep)
+				clk.move(s.sleep)
 				if s.host != "" || s.fail != nil {
 					host := s.host
 					if host == "" {
@@ -144,7 +158,8 @@ func TestCache(t *testing.T) {
 
 func TestCacheUnknownIsCachedBriefly(t *testing.T) {
 	f := &fakeFetcher{docs: map[string]Instance{}}
-	c := NewCache(f, CacheOptions{NegativeTTL: 50 * time.Millisecond})
+	clk := &clock{}
+	c := NewCache(f, CacheOptions{NegativeTTL: 50 * time.Millisecond, Now: clk.now})
 	for range 10 {
 		if _, err := c.Lookup(context.Background(), "nadie"); !errors.Is(err, ErrUnknown) {
 			t.Fatal(err)
@@ -153,7 +168,7 @@ func TestCacheUnknownIsCachedBriefly(t *testing.T) {
 	if n := f.calls.Load(); n != 1 {
 		t.Fatalf("%d fetches for 10 lookups of an unknown name", n)
 	}
-	time.Sleep(60 * time.Millisecond)
+	clk.move(60 * time.Millisecond)
 	c.Lookup(context.Background(), "nadie")
 	if n := f.calls.Load(); n != 2 {
 		t.Fatalf("%d fetches after the negative TTL", n)
@@ -192,11 +207,16 @@ func TestCacheConcurrentFirstLookupsShareOneFetch(t *testing.T) {
 }
 
 func TestCacheCallerDeadline(t *testing.T) {
-	f := &fakeFetcher{docs: map[string]Instance{"x": {}}, delay: 200 * time.Millisecond}
+	// The fetch ends only once the lookup has returned: the caller's
+	// deadline, not the race of two timers, decides.
+	release := make(chan struct{})
+	f := &fakeFetcher{docs: map[string]Instance{"x": {}}, wait: release}
 	c := NewCache(f, CacheOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if _, err := c.Lookup(ctx, "x"); !errors.Is(err, ErrUnavailable) {
+	_, err := c.Lookup(ctx, "x")
+	close(release)
+	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("got %v", err)
 	}
 }
