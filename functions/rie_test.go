@@ -35,16 +35,21 @@ func installRIE(t *testing.T) string {
 	return filepath.Join(dir, "aws-lambda-rie")
 }
 
-// freeAddr is a loopback address the kernel had free; another process may
-// take it first, and then the emulator fails loudly.
-func freeAddr(t *testing.T) string {
+// freeAddrs are n loopback addresses the kernel had free, each its own
+// (all are held until all are known); another process may take one
+// first, and then the emulator fails loudly.
+func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var addrs []string
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		addrs = append(addrs, l.Addr().String())
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addrs
 }
 
 // underRIE runs binary under the emulator with env and returns a function
@@ -54,7 +59,8 @@ func underRIE(t *testing.T, emulator, binary string, env []string) (invoke func(
 	t.Helper()
 	// Its invocations' address and its Runtime API's (9001 unless told),
 	// each a free port.
-	addr, runtimeAPI := freeAddr(t), freeAddr(t)
+	free := freeAddrs(t, 2)
+	addr, runtimeAPI := free[0], free[1]
 	cmd := exec.Command(emulator, "--runtime-interface-emulator-address", addr, "--runtime-api-address", runtimeAPI, binary)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "AWS_REGION=us-east-1", "AWS_LAMBDA_FUNCTION_TIMEOUT=30"}, env...)
 	logs = &lockedBuffer{}

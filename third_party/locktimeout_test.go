@@ -37,14 +37,18 @@ func TestLockTimeout(t *testing.T) {
 		name      string
 		dsn       string
 		isolation sql.IsolationLevel
-		// The insert fails within failsWithin, or is still waiting when
-		// the test's deadline (stillWaiting) cancels it.
-		failsWithin, stillWaiting time.Duration
+		// The insert fails after failsAfter and within failsWithin (the
+		// server's timer, and room for a busy machine), or is still
+		// waiting when the test's deadline (stillWaiting) cancels it.
+		// Firebird times a wait of N seconds out between N-1 and N
+		// (measured: 0.3 to 0.9 s for 1, 2.0 s for 2): its lock manager counts
+		// whole seconds.
+		failsAfter, failsWithin, stillWaiting time.Duration
 	}{
-		{"WAIT, lock_timeout=1", "&lock_timeout=1", sql.LevelReadCommitted, 1200 * time.Millisecond, 0},
-		{"WAIT, lock_timeout=2", "&lock_timeout=2", sql.LevelReadCommitted, 2200 * time.Millisecond, 0},
-		{"WAIT, no lock_timeout", "", sql.LevelReadCommitted, 0, 2 * time.Second},
-		{"NO WAIT, lock_timeout=1", "&lock_timeout=1", sql.IsolationLevel(firebirdsql.LevelReadCommittedNoWait), 300 * time.Millisecond, 0},
+		{"WAIT, lock_timeout=1", "&lock_timeout=1", sql.LevelReadCommitted, 0, 1800 * time.Millisecond, 0},
+		{"WAIT, lock_timeout=2", "&lock_timeout=2", sql.LevelReadCommitted, 900 * time.Millisecond, 2800 * time.Millisecond, 0},
+		{"WAIT, no lock_timeout", "", sql.LevelReadCommitted, 0, 0, 2 * time.Second},
+		{"NO WAIT, lock_timeout=1", "&lock_timeout=1", sql.IsolationLevel(firebirdsql.LevelReadCommittedNoWait), 0, 800 * time.Millisecond, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			db, err := sql.Open("firebirdsql", firebird.DSN(cfg)+c.dsn)
@@ -74,8 +78,8 @@ func TestLockTimeout(t *testing.T) {
 				}
 			case !errors.As(err, &fb) || fb.GDSCodes[0] != firebirdsql.ISCUniqueKeyViolation:
 				t.Errorf("after %v: %v, want a unique key violation", took, err)
-			case took > c.failsWithin:
-				t.Errorf("failed after %v, want within %v", took, c.failsWithin)
+			case took < c.failsAfter || took > c.failsWithin:
+				t.Errorf("failed after %v, want after %v and within %v", took, c.failsAfter, c.failsWithin)
 			}
 			t.Logf("%v: %v", took.Round(time.Millisecond), err)
 		})

@@ -89,10 +89,18 @@ func TestAbandonedIdsStayBounded(t *testing.T) {
 	hunted := make(chan struct{})
 	go func() { defer close(hunted); p.Hunt(ctx, out) }()
 	h := p.hunting(out.Instance)
-	for taken := false; !taken; time.Sleep(time.Millisecond) { // until the hunt took them
+	// Until the hunt took them; or it ran and gave them back before this
+	// looked (a hunt started late, after its context ended), which the
+	// bound below holds all the same.
+	for taken := false; !taken; time.Sleep(time.Millisecond) {
 		h.mu.Lock()
 		taken = len(h.abandoned) == 0
 		h.mu.Unlock()
+		select {
+		case <-hunted:
+			taken = true
+		default:
+		}
 	}
 	for range abandonedMax {
 		p.abandon(out.Instance, newConnID())

@@ -85,7 +85,7 @@ func TestWatchBoundsAWaitByTheContext(t *testing.T) {
 			if closed != !tc.answer || (err == nil) != tc.answer {
 				t.Fatalf("read: %v after %s, socket closed: %v", err, took, closed)
 			}
-			if !tc.answer && took > tc.timeout+abandonGrace+200*time.Millisecond {
+			if !tc.answer && took > tc.timeout+abandonGrace+time.Second { // room for a busy machine
 				t.Fatalf("the read ended %s after it began, want about %s", took, tc.timeout+abandonGrace)
 			}
 			if tc.answer {

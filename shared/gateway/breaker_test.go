@@ -51,6 +51,9 @@ func TestBreakerPausesAHangingInstanceOnly(t *testing.T) {
 		}
 	}
 	expect("a, well", send("a"), 200, 0)
+	// b warm before a hangs: its first connect must not eat into a's
+	// cool-down, which the checks of a paused a below run within.
+	expect("b, well", send("b"), 200, 0)
 
 	proxy.hang(true)
 	fast := 0
@@ -73,7 +76,6 @@ func TestBreakerPausesAHangingInstanceOnly(t *testing.T) {
 	if e.db.calls.Load() != calls {
 		t.Fatal("a paused call reached the database")
 	}
-	expect("b, while a is paused", send("b"), 200, 0)
 	// The health check and the OpenAPI document, which read the database
 	// too, are paused alike.
 	for _, p := range []string{"/a/health", "/a/openapi.json"} {
@@ -83,6 +85,7 @@ func TestBreakerPausesAHangingInstanceOnly(t *testing.T) {
 			t.Fatalf("%s while paused: %d %s in %s", p, r.Status, r.Raw, time.Since(start))
 		}
 	}
+	expect("b, while a is paused", send("b"), 200, 0)
 
 	// After the cool-down one probe goes through, and costs its caller at
 	// most the probe's bound; a call beside it is refused at once.
@@ -112,7 +115,8 @@ func TestBreakerPausesAHangingInstanceOnly(t *testing.T) {
 
 // TestRestartsAreNotLengthened: a refused connection costs nothing to try
 // again, so a Firebird restart never opens the breaker. Under 8 reading
-// clients the first 200 comes within 1 s of Firebird listening again; after
+// clients no answer is paused and the first 200 comes soon after Firebird
+// listens again (0.1 s measured; the test allows 3 s); after
 // an idle restart, 8 concurrent inserts all succeed.
 func TestRestartsAreNotLengthened(t *testing.T) {
 	e := demoEnv(t, gateway.Config{Timeout: 5 * time.Second})
@@ -154,13 +158,22 @@ func TestRestartsAreNotLengthened(t *testing.T) {
 		if r.at.After(down) && r.status != 200 {
 			failed++
 		}
+		// The property itself: a restart never pauses the instance.
+		if strings.Contains(r.body, fmt.Sprintf(`"cod_error":%d`, erp.CodePaused)) {
+			t.Fatalf("paused during a restart: %s", r.body)
+		}
 		if r.status == 200 && r.at.After(up) && (first.IsZero() || r.at.Before(first)) {
 			first = r.at
 		}
 	}
 	t.Logf("Firebird down %s; %d reads failed; first 200 %s after it listened again", up.Sub(down).Round(time.Millisecond), failed, first.Sub(up).Round(time.Millisecond))
-	if first.IsZero() || first.Sub(up) > time.Second {
-		t.Fatalf("the first 200 came %s after Firebird listened again, want within 1 s", first.Sub(up))
+	// Measured within 0.1 s; the bound leaves a busy machine room for
+	// Firebird's own first attachment after its start.
+	if first.IsZero() || first.Sub(up) > 3*time.Second {
+		t.Fatalf("the first 200 came %s after Firebird listened again, want within 3 s", first.Sub(up))
+	}
+	if strings.Contains(e.log.String(), "breaker opened") {
+		t.Fatalf("the restart opened the breaker:\n%s", e.log)
 	}
 	for _, r := range results[len(results)-8:] {
 		if r.status != 200 {
@@ -370,7 +383,9 @@ func TestAMaintenanceShutdownIsNotHeldBack(t *testing.T) {
 			}
 			break
 		}
-		if time.Since(back) > 2*gateway.DefaultCoolDown {
+		// A breaker the shutdown opened closes at its first probe, a
+		// cool-down (±25 %) later; the rest is room for a busy machine.
+		if time.Since(back) > gateway.DefaultCoolDown*5/4+2*time.Second {
 			t.Fatalf("%v after the database came back online: %d %s", time.Since(back), r.Status, r.Raw)
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -454,9 +454,13 @@ func TestKeyHeldByAnotherTransaction(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			holder := tt.holder()
+			// Taken before the holder's goroutine starts, which ends it 200
+			// ms after it: the wait measured cannot come out shorter than
+			// the hold for a goroutine scheduled late.
+			began := time.Now()
 			if tt.end != nil {
 				go func() {
-					time.Sleep(200 * time.Millisecond)
+					time.Sleep(time.Until(began.Add(200 * time.Millisecond)))
 					if err := tt.end(holder); err != nil {
 						t.Error(err)
 					}
@@ -466,7 +470,6 @@ func TestKeyHeldByAnotherTransaction(t *testing.T) {
 			if tt.name == "its own procedure waits" {
 				body = espera(tt.key)
 			}
-			began := time.Now()
 			r := postKeyed(t, e.h, token, tt.key, body)
 			took := time.Since(began)
 			if r.status != tt.status || !strings.Contains(r.body, tt.body) || took < tt.minTook || took > timeout+300*time.Millisecond {
@@ -568,7 +571,7 @@ func TestAlteredKeyedProcedure(t *testing.T) {
 		END`); err != nil {
 		t.Fatalf("ALTER PROCEDURE while a keyed block is prepared: %v", err)
 	}
-	deadline := time.Now().Add(maxAge + 500*time.Millisecond)
+	deadline := time.Now().Add(maxAge + ageSlack)
 	for i := 1; ; i++ {
 		if r := espera(i); r.status != 200 {
 			t.Fatalf("after ALTER PROCEDURE: %+v", r)

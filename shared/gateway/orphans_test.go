@@ -411,7 +411,16 @@ func TestWithoutTheGrantNothingBreaks(t *testing.T) {
 	go func() {
 		done <- send(t, e.h, "execute", fmt.Sprintf(`{"CLAVE":"Set_Pago_Espera","CODIGO":%q,"VALOR":1}`, code), "Authorization", "Bearer "+token)
 	}()
-	time.Sleep(300 * time.Millisecond)
+	// Cut once the write waits on the lock: cut before it got there, the
+	// link would take an idle connection, and the write would run on a
+	// new one.
+	const waiting = `SELECT COUNT(*) FROM MON$STATEMENTS s JOIN MON$ATTACHMENTS a ON a.MON$ATTACHMENT_ID = s.MON$ATTACHMENT_ID
+		WHERE a.MON$USER = 'GATEWAY' AND s.MON$STATE = 1`
+	for deadline := time.Now().Add(10 * time.Second); count(t, admin, waiting) == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the write never waited on the lock")
+		}
+	}
 	link.Drop(0)
 	if err := holder.Rollback(); err != nil {
 		t.Fatal(err)
