@@ -315,12 +315,18 @@ func TestMalformedRequests(t *testing.T) {
 		{"instance with a space", "POST", path("de%20mo", "executequery"), `{"CLAVE":"Get_Terceros","CODIGO":"1"}`, 400, erp.CodeBadInstance},
 		{"instance of 65 characters", "POST", path(strings.Repeat("a", 65), "executequery"), `{"CLAVE":"Get_Terceros","CODIGO":"1"}`, 400, erp.CodeBadInstance},
 		{"unknown instance", "POST", path("nadie", "executequery"), `{"CLAVE":"Get_Terceros","CODIGO":"1"}`, 401, erp.CodeUnauthorized},
+		{"a CLAVE of 4,000 characters", "POST", q, `{"CLAVE":"` + long[:4000] + `"}`, 400, erp.CodeClaveUnknown},
+		{"300 unknown fields", "POST", q, `{"CLAVE":"Get_Terceros","CODIGO":"1"` + manyFields(300) + `}`, 400, erp.CodeUnknownField},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := do(t, e.h, tt.method, tt.path, tt.body)
 			if r.Status != tt.status || *r.Body.CodError != int(tt.code) {
 				t.Fatalf("got %d %s, want %d cod_error %d", r.Status, r.Raw, tt.status, tt.code)
+			}
+			// A refusal quotes what was sent, a kilobyte of it at most.
+			if r.Body.ExExecSQL != nil && len(*r.Body.ExExecSQL) > 1100 {
+				t.Fatalf("a refusal's message of %d bytes: %.200s", len(*r.Body.ExExecSQL), r.Raw)
 			}
 			if r.Body.ExExecSQL == nil || *r.Body.ExExecSQL == "" || r.Body.Data != nil {
 				t.Fatalf("want a message in ex_execsql and no data: %s", r.Raw)
@@ -330,6 +336,15 @@ func TestMalformedRequests(t *testing.T) {
 	if n := e.db.calls.Load(); n != 0 {
 		t.Fatalf("%d malformed requests reached the database", n)
 	}
+}
+
+// manyFields is n fields no operation takes, as ,"F0":"1",…
+func manyFields(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `,"F%d":"1"`, i)
+	}
+	return b.String()
 }
 
 func TestUnavailableDatabaseAnswers503WithoutSecrets(t *testing.T) {
