@@ -69,8 +69,14 @@ func writeHeaders(r *http.Request, c caller, endpoint catalog.Endpoint) (key str
 // must never get a commit for a spelling this service does not know.
 func txPreference(prefer []string) (dry bool, bad *erp.Error) {
 	for _, header := range prefer {
-		for _, pref := range splitUnquoted(header, ',') {
-			name, value, _ := strings.Cut(strings.TrimSpace(splitUnquoted(pref, ';')[0]), "=")
+		prefs, closed := splitUnquoted(header, ',')
+		if !closed {
+			// Where the quote was meant to end decides what tx says.
+			return false, erp.Refuse(erp.CodePreferInvalid, "Prefer holds a quoted string that is never closed; nothing was run")
+		}
+		for _, pref := range prefs {
+			params, _ := splitUnquoted(pref, ';')
+			name, value, _ := strings.Cut(strings.TrimSpace(params[0]), "=")
 			if !strings.EqualFold(strings.TrimSpace(name), "tx") {
 				continue
 			}
@@ -89,8 +95,8 @@ func txPreference(prefer []string) (dry bool, bad *erp.Error) {
 // splitUnquoted splits s at each sep outside a quoted string (RFC 9110's
 // quoted-string, backslash escapes included): a preference's quoted value
 // may hold commas, and a tx= inside one is no preference of its own.
-func splitUnquoted(s string, sep byte) []string {
-	var parts []string
+// closed is false when s ends inside a quoted string.
+func splitUnquoted(s string, sep byte) (parts []string, closed bool) {
 	start, quoted := 0, false
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
@@ -103,7 +109,7 @@ func splitUnquoted(s string, sep byte) []string {
 			start = i + 1
 		}
 	}
-	return append(parts, s[start:])
+	return append(parts, s[start:]), !quoted
 }
 
 // batchAnswer is the batch's answer: an array of each call's. A batch on

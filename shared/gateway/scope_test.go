@@ -100,6 +100,8 @@ func TestDryRunWhateverItsCase(t *testing.T) {
 		{`return="a,tx=commit", tx=rollback`, 200, false},
 		{`foo="x\",tx=commit", tx=rollback`, 200, false},
 		{`foo="a;tx=commit"; tx=commit, tx=rollback`, 200, false},
+		{`foo="x, tx=rollback`, 400, false},
+		{`foo=x\", tx=rollback`, 400, false},
 		{"tx=commit", 200, true},
 		{"tx=COMMIT", 200, true},
 		{"tx=rolback", 400, false},
