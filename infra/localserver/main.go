@@ -130,7 +130,11 @@ func limit(h http.Handler, n int, maxBody int64) http.Handler {
 	slots := make(chan struct{}, max(n, 1))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody {
-			encoded, err := decoded(r)
+			encoded, err := decoded(r, maxBody)
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				h.ServeHTTP(w, r) // 408, as for any body too slow
+				return
+			}
 			if err != nil {
 				answer(w, http.StatusUnsupportedMediaType, erp.CodeNotObject, err.Error(), false)
 				return
@@ -138,7 +142,8 @@ func limit(h http.Handler, n int, maxBody int64) http.Handler {
 			var whole bool
 			var failed error
 			if r.Body, whole, failed = arrived(r.Body, maxBody); !whole {
-				if encoded && failed != nil && !errors.Is(failed, os.ErrDeadlineExceeded) {
+				var tooBig *http.MaxBytesError
+				if encoded && failed != nil && !errors.Is(failed, os.ErrDeadlineExceeded) && !errors.As(failed, &tooBig) {
 					// As API Gateway: a body not encoded as it says.
 					answer(w, http.StatusUnsupportedMediaType, erp.CodeNotObject, "the body is not encoded with its Content-Encoding", false)
 					return
@@ -177,17 +182,27 @@ func answer(w http.ResponseWriter, status int, code erp.Code, message string, re
 // a function sees it: gzip and deflate (zlib) are decompressed, and the
 // handler's bounds hold for what they decompress to; another coding is
 // refused with 415. encoded reports whether there was one to take off.
-func decoded(r *http.Request) (encoded bool, err error) {
+// What arrives compressed is bounded as a plain body is (most).
+func decoded(r *http.Request, most int64) (encoded bool, err error) {
+	codings := r.Header.Values("Content-Encoding")
+	if len(codings) > 1 {
+		return true, errors.New("Content-Encoding is sent more than once: send one")
+	}
 	var dec io.Reader
+	// Past most, a *http.MaxBytesError: the handler's 413.
+	compressed := http.MaxBytesReader(nil, r.Body, most)
 	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
 	case "", "identity":
 		return false, nil
 	case "gzip":
-		dec, err = gzip.NewReader(r.Body)
+		dec, err = gzip.NewReader(compressed)
 	case "deflate":
-		dec, err = zlib.NewReader(r.Body)
+		dec, err = zlib.NewReader(compressed)
 	default:
 		return true, fmt.Errorf("Content-Encoding %s is not one this service decodes: send gzip, deflate or identity", gateway.Loggable(enc))
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return true, err
 	}
 	if err != nil {
 		return true, errors.New("the body is not encoded with its Content-Encoding")

@@ -334,11 +334,11 @@ func TestLocalServerStreamsBigReads(t *testing.T) {
 func TestLocalServerDecodesBodiesAsAPIGateway(t *testing.T) {
 	s := start(t, build(t))
 	read := `{"CLAVE":"Get_Terceros","CODIGO":"NADIE"}`
-	var gz, zl, bomb bytes.Buffer
+	var gz, zl, bomb, empty bytes.Buffer
 	for _, w := range []struct {
 		w    io.WriteCloser
 		body []byte
-	}{{gzip.NewWriter(&gz), []byte(read)}, {zlib.NewWriter(&zl), []byte(read)}, {gzip.NewWriter(&bomb), make([]byte, 50<<20)}} {
+	}{{gzip.NewWriter(&gz), []byte(read)}, {zlib.NewWriter(&zl), []byte(read)}, {gzip.NewWriter(&bomb), make([]byte, 50<<20)}, {gzip.NewWriter(&empty), nil}} {
 		w.w.Write(w.body) //nolint:errcheck // into memory
 		w.w.Close()
 	}
@@ -356,6 +356,7 @@ func TestLocalServerDecodesBodiesAsAPIGateway(t *testing.T) {
 		{"gzip said, plain sent", "gzip", []byte(read), 415, `{"cod_error":1001,"ex_execsql":"the body is not encoded with its Content-Encoding"}`},
 		{"gzip cut short", "gzip", gz.Bytes()[:gz.Len()-6], 415, `{"cod_error":1001,"ex_execsql":"the body is not encoded with its Content-Encoding"}`},
 		{"50 MB of zeros in 50 KB", "gzip", bomb.Bytes(), 413, ""},
+		{"2 MB of empty gzip members", "gzip", bytes.Repeat(empty.Bytes(), 2<<20/empty.Len()+1), 413, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			req, _ := http.NewRequest(http.MethodPost, s.base+"executequery", bytes.NewReader(tt.body))
