@@ -142,7 +142,7 @@ func (c *Catalog) parse(endpoint Endpoint, body []byte, index int) (Call, *erp.E
 		// encoding/json keeps a name's last value without a word, where
 		// whatever reads the request before us (a proxy, a WAF, a log)
 		// may take its first: one request must not mean two.
-		return Call{}, erp.Refuse(erp.CodeNotObject, "the body gives %q more than once: give each field once", erp.Repeated(body, false))
+		return Call{}, erp.Refuse(erp.CodeNotObject, "the body gives %s more than once: give each field once", quoted(erp.Repeated(body, false)))
 	}
 
 	raw, ok := fields["CLAVE"]
@@ -155,7 +155,7 @@ func (c *Catalog) parse(endpoint Endpoint, body []byte, index int) (Call, *erp.E
 	}
 	op, ok := c.ops[clave]
 	if !ok {
-		return Call{}, erp.Refuse(erp.CodeClaveUnknown, "CLAVE %q is not an operation of this service", clave)
+		return Call{}, erp.Refuse(erp.CodeClaveUnknown, "CLAVE %s is not an operation of this service", quoted(clave))
 	}
 	// A batch on execute may read what its writes wrote.
 	if op.Endpoint != endpoint && !(index >= 0 && endpoint == Execute) {
@@ -303,11 +303,32 @@ func unknownFields(op *Operation, fields map[string]json.RawMessage) []string {
 			}
 		}
 		if !known {
-			unknown = append(unknown, fmt.Sprintf("%q", name))
+			unknown = append(unknown, quoted(name))
 		}
 	}
 	sort.Strings(unknown)
+	// A refusal names what was sent, not kilobytes of it.
+	if len(unknown) > maxNamed {
+		unknown = append(unknown[:maxNamed], fmt.Sprintf("and %d more", len(unknown)-maxNamed))
+	}
 	return unknown
+}
+
+// maxNamed is how many unknown fields a refusal names.
+const maxNamed = 10
+
+// quoted is a name the sender sent, quoted for a refusal: no name this
+// service knows is longer than MaxName, so more of it says nothing.
+func quoted(name string) string {
+	if utf8.RuneCountInString(name) <= MaxName {
+		return strconv.Quote(name)
+	}
+	cut := 0
+	for range MaxName {
+		_, size := utf8.DecodeRuneInString(name[cut:])
+		cut += size
+	}
+	return strconv.Quote(name[:cut]) + fmt.Sprintf("…(%d bytes)", len(name))
 }
 
 func isNull(raw json.RawMessage) bool { return string(raw) == "null" }

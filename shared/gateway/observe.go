@@ -81,14 +81,11 @@ const MaxLogged = 128
 
 // Loggable is s cut to MaxLogged bytes at a character's start, saying how
 // long it was.
-func Loggable(s string) string { return clipped(s, MaxLogged) }
-
-// clipped is s, or its first most bytes (whole characters) and its length.
-func clipped(s string, most int) string {
-	if len(s) <= most {
+func Loggable(s string) string {
+	if len(s) <= MaxLogged {
 		return s
 	}
-	cut := most
+	cut := MaxLogged
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}

@@ -38,18 +38,11 @@ type outcome struct {
 // RefusalBody is the body of a refusal, as every part of the service that
 // refuses a request writes it; its HTTP status is code.Status().
 func RefusalBody(code erp.Code, message string) []byte {
-	// A refusal quotes what the sender sent (a CLAVE, field names): of a
-	// 60 KB CLAVE, the first kilobyte says enough.
-	message = clipped(message, maxRefusal)
 	b := make([]byte, 0, 64+len(message))
 	b = fmt.Appendf(b, `{"cod_error":%d,"ex_execsql":`, code)
 	b = record.AppendString(b, message)
 	return append(b, '}')
 }
-
-// maxRefusal bounds a refusal's message (the database's own text is not
-// one: it goes through whole).
-const maxRefusal = 1024
 
 func refusal(code erp.Code, message string) outcome {
 	return outcome{status: code.Status(), code: code, body: RefusalBody(code, message)}
