@@ -46,9 +46,11 @@ func TestLockTimeout(t *testing.T) {
 		failsAfter, failsWithin, stillWaiting time.Duration
 	}{
 		{"WAIT, lock_timeout=1", "&lock_timeout=1", sql.LevelReadCommitted, 0, 1800 * time.Millisecond, 0},
-		{"WAIT, lock_timeout=2", "&lock_timeout=2", sql.LevelReadCommitted, 900 * time.Millisecond, 2800 * time.Millisecond, 0},
+		{"WAIT, lock_timeout=2", "&lock_timeout=2", sql.LevelReadCommitted, 500 * time.Millisecond, 2800 * time.Millisecond, 0},
 		{"WAIT, no lock_timeout", "", sql.LevelReadCommitted, 0, 0, 2 * time.Second},
-		{"NO WAIT, lock_timeout=1", "&lock_timeout=1", sql.IsolationLevel(firebirdsql.LevelReadCommittedNoWait), 0, 800 * time.Millisecond, 0},
+		// A lock timeout far longer than the bound: a NO WAIT that waited
+		// could not pass.
+		{"NO WAIT, lock_timeout=5", "&lock_timeout=5", sql.IsolationLevel(firebirdsql.LevelReadCommittedNoWait), 0, 800 * time.Millisecond, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			db, err := sql.Open("firebirdsql", firebird.DSN(cfg)+c.dsn)

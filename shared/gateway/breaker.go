@@ -69,7 +69,7 @@ type verdict int
 
 const (
 	answered verdict = iota // the database answered: closes the breaker
-	refused                 // failed fast, or its caller went away: counts for nothing, except as a probe
+	refused                 // failed fast, or was cancelled: counts for nothing, except as a probe
 	hung                    // failed after costing its time
 )
 
