@@ -27,7 +27,7 @@ func TestLimitCountsWork(t *testing.T) {
 		entered <- string(b)
 		<-release
 		fmt.Fprint(w, "ok")
-	}), 2, 8)
+	}), func(*http.Request) bool { return true }, 2, 8)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 

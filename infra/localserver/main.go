@@ -84,9 +84,10 @@ func run(addr, instancesPath, accessPath, basePath string, readTimeout time.Dura
 	pools := firebird.NewPools(s.Pools(log))
 	defer pools.Close()
 
+	h := gateway.New(cfg, cat, acc, instances, idempotency.New(pools, 0), log)
 	srv := &http.Server{
 		Addr:              addr,
-		Handler:           limit(gateway.New(cfg, cat, acc, instances, idempotency.New(pools, 0), log), maxRequests, max(cfg.MaxBody, cfg.BatchBody)),
+		Handler:           limit(h, h.Admits, maxRequests, max(cfg.MaxBody, cfg.BatchBody)),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      time.Minute,
@@ -125,10 +126,17 @@ func served(catalogPath string, cat *catalog.Catalog) string {
 // database. A request counts once its body has arrived: a client that sends
 // its headers or its body slowly holds a connection and a goroutine, bounded
 // by the server's read timeouts, and no slot, so slow clients cannot lock
-// everyone else out.
-func limit(h http.Handler, n int, maxBody int64) http.Handler {
+// everyone else out. A request admits does not take (a stranger's) goes to
+// the handler, which refuses it, before its body is read.
+func limit(h http.Handler, admits func(*http.Request) bool, n int, maxBody int64) http.Handler {
 	slots := make(chan struct{}, max(n, 1))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !admits(r) {
+			// Refused before its body (no token, a wrong one, no route):
+			// a stranger's body is never read, as strangers cost nothing.
+			h.ServeHTTP(w, r)
+			return
+		}
 		if r.Body != nil && r.Body != http.NoBody {
 			encoded, err := decoded(r, maxBody)
 			if errors.Is(err, os.ErrDeadlineExceeded) {

@@ -373,3 +373,29 @@ func TestLocalServerDecodesBodiesAsAPIGateway(t *testing.T) {
 		})
 	}
 }
+
+// TestStrangersBodiesAreNotRead: a request without a token that opens its
+// instance is refused at once, its body unread: a stranger's slow or large
+// body costs the local server neither the wait nor the memory.
+func TestStrangersBodiesAreNotRead(t *testing.T) {
+	s := start(t, build(t))
+	addr := strings.TrimPrefix(strings.SplitN(s.base, "/demo/", 2)[0], "http://")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// 1 MB promised, 10 bytes sent: a body read first would wait out the
+	// read timeout (30 s) before any answer.
+	fmt.Fprintf(c, "POST /nadie/RestServerIsapi.dll/api/v1/TServiceRestInterface/executequery HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000\r\n\r\n{\"CLAVE\":")
+	c.SetReadDeadline(time.Now().Add(5 * time.Second)) //nolint:errcheck // a failed read says it
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer while the body was still due: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), `"cod_error":1105`) {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+}

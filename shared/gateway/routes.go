@@ -95,7 +95,8 @@ func (rt route) match(segs, base []string, class string) (instance string, ok bo
 	return segs[len(segs)-n-1], true
 }
 
-func (h *Handler) serve(w http.ResponseWriter, r *http.Request) outcome {
+// route finds r's route and the instance its path names.
+func (h *Handler) route(r *http.Request) (rt route, instance string, ok bool) {
 	// Routing reads the path as sent: a segment such as x%2Facme is one
 	// (invalid) instance name, never the instance acme.
 	segs := strings.Split(strings.TrimPrefix(r.URL.EscapedPath(), "/"), "/")
@@ -104,10 +105,29 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request) outcome {
 		base = nil
 	}
 	for _, rt := range h.routes {
-		instance, ok := rt.match(segs, base, h.cfg.Class)
-		if !ok {
-			continue
+		if instance, ok := rt.match(segs, base, h.cfg.Class); ok {
+			return rt, instance, true
 		}
+	}
+	return route{}, "", false
+}
+
+// Admits reports whether r is a route's, with its method, and carries
+// what opens its instance: what the handler checks before it reads a body.
+// A server that reads bodies before the handler (the local server, whose
+// requests count against its limit once their bodies arrived) asks first,
+// so that a stranger's body is never read.
+func (h *Handler) Admits(r *http.Request) bool {
+	rt, instance, ok := h.route(r)
+	if !ok || r.Method != rt.method || !erp.ValidInstanceName(instance) {
+		return false
+	}
+	_, denied := h.access.Authorize(r.Context(), instance, r.Header.Values("Authorization"))
+	return denied == nil
+}
+
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request) outcome {
+	if rt, instance, ok := h.route(r); ok {
 		if r.Method != rt.method {
 			o := refusal(erp.CodeMethod, "use "+rt.method)
 			o.allow = rt.method
