@@ -24,7 +24,6 @@ import (
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/lambdafn"
-	"github.com/erp-gateway/gateway/shared/settings"
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
@@ -65,7 +64,7 @@ func newFunction(t testing.TB, endpoint catalog.Endpoint, env map[string]string)
 func newFunctionWith(t testing.TB, endpoint catalog.Endpoint, builtCatalog string, env map[string]string) *lambdafn.Function {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	fn, err := lambdafn.New(context.Background(), endpoint, builtCatalog, settingsOf(t, env), log)
+	fn, err := lambdafn.New(context.Background(), endpoint, builtCatalog, fbtest.Settings(t, env), log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,14 +188,4 @@ func frozenListener(t testing.TB) int {
 	}
 	t.Cleanup(func() { ln.Close() })
 	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// settingsOf reads the settings of the environment env holds.
-func settingsOf(t testing.TB, env map[string]string) settings.Settings {
-	t.Helper()
-	s, err := settings.Read(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/erp"
+	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/gateway"
 	"github.com/erp-gateway/gateway/shared/lambdafn"
 	"github.com/erp-gateway/gateway/shared/settings"
@@ -235,7 +236,7 @@ func handlerMetrics(t *testing.T) map[string][]string {
 	var logs bytes.Buffer
 	env := inline(t, nil)
 	env["GATEWAY_METRICS_NAMESPACE"] = "Test"
-	fn, err := lambdafn.New(context.Background(), catalog.ExecuteQuery, "", settingsOf(t, env), slog.New(slog.NewJSONHandler(&logs, nil)))
+	fn, err := lambdafn.New(context.Background(), catalog.ExecuteQuery, "", fbtest.Settings(t, env), slog.New(slog.NewJSONHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,9 +95,9 @@ type Table struct {
 // Clave is the operation's, or for the gateway's own needs one of the
 // names below.
 type Finding struct {
-	Clave string
-	Fatal bool
-	Text  string
+	Clave string `json:"clave"`
+	Fatal bool   `json:"fatal"`
+	Text  string `json:"finding"` // as the health check answers it
 }
 
 // The names of findings about what the gateway itself needs of a database:

@@ -214,23 +214,14 @@ func (h *Handler) health(ctx context.Context, c caller) outcome {
 
 // health is a health check's answer.
 type health struct {
-	Code     erp.Code        `json:"cod_error"`
-	Status   erp.Health      `json:"status"`
-	Message  string          `json:"ex_execsql,omitempty"`
-	Findings []healthFinding `json:"findings,omitempty"`
-}
-
-type healthFinding struct {
-	Clave string `json:"clave"`
-	Fatal bool   `json:"fatal"`
-	Text  string `json:"finding"`
+	Code     erp.Code          `json:"cod_error"`
+	Status   erp.Health        `json:"status"`
+	Message  string            `json:"ex_execsql,omitempty"`
+	Findings []catalog.Finding `json:"findings,omitempty"`
 }
 
 func healthAnswer(status int, code erp.Code, word erp.Health, message string, findings []catalog.Finding) outcome {
-	h := health{Code: code, Status: word, Message: message}
-	for _, f := range findings {
-		h.Findings = append(h.Findings, healthFinding{f.Clave, f.Fatal, f.Text})
-	}
+	h := health{Code: code, Status: word, Message: message, Findings: findings}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	// As every answer: text as it is, not <, > and & as \u escapes.

@@ -28,7 +28,7 @@ func FuzzEvent(f *testing.F) {
 	put(sm, "demo", tenants.Instance{Connection: down})
 	fn := newFunction(f, "1m")
 	env := map[string]string{"GATEWAY_SECRET_PREFIX": prefix, "GATEWAY_ACCESS_SECRET": accessID, "GATEWAY_RESPONSE_STREAMING": "true"}
-	streams, err := lambdafn.New(context.Background(), catalog.ExecuteQuery, "", settingsOf(f, env), slog.New(slog.DiscardHandler))
+	streams, err := lambdafn.New(context.Background(), catalog.ExecuteQuery, "", fbtest.Settings(f, env), slog.New(slog.DiscardHandler))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -268,7 +268,8 @@ func (f *Function) Close() error { return f.pools.Close() }
 // Main is the whole main of a function binary; builtCatalog as in New.
 func Main(endpoint catalog.Endpoint, builtCatalog string) {
 	// On standard Lambda an execution environment serves one invocation
-	// at a time (managed instances: see build), on a share of a vCPU (256 MB: about a seventh): one P spares each hand-off
+	// at a time (managed instances: see New), on a share of a vCPU (256
+	// MB: about a seventh): one P spares each hand-off
 	// between goroutines (the driver's per-call watchers, the call's guard,
 	// a streamed answer's pipe) a wake-up of another thread, and the CPU
 	// quota the threads that spin looking for work would burn. A warm read

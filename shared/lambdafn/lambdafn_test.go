@@ -23,7 +23,6 @@ import (
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/lambdafn"
-	"github.com/erp-gateway/gateway/shared/settings"
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
@@ -49,7 +48,7 @@ func put(sm *awstest.SecretsManager, instance string, inst tenants.Instance) {
 func newFunction(t testing.TB, ttl string) *lambdafn.Function {
 	t.Helper()
 	env := map[string]string{"GATEWAY_SECRET_PREFIX": prefix, "GATEWAY_SECRET_TTL": ttl, "GATEWAY_ACCESS_SECRET": accessID}
-	fn, err := lambdafn.New(context.Background(), catalog.ExecuteQuery, "", settingsOf(t, env),
+	fn, err := lambdafn.New(context.Background(), catalog.ExecuteQuery, "", fbtest.Settings(t, env),
 		slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
@@ -300,7 +299,7 @@ func TestAnUnreadableAccessDocumentRefusesTokens(t *testing.T) {
 			good, data := fbtest.Access(t)
 			put(sm, "norte", tenants.Instance{Connection: fbtest.Demo(t)})
 			env := map[string]string{"GATEWAY_SECRET_PREFIX": prefix, "GATEWAY_ACCESS_SECRET": accessID, "GATEWAY_ACCESS_REFRESH": "200ms"}
-			fn, err := lambdafn.New(context.Background(), catalog.ExecuteQuery, "", settingsOf(t, env), slog.New(slog.DiscardHandler))
+			fn, err := lambdafn.New(context.Background(), catalog.ExecuteQuery, "", fbtest.Settings(t, env), slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -387,7 +386,7 @@ func TestTheDemoKeyFromSecretsManagerRefusesTokens(t *testing.T) {
 	sm.Put(accessID, string(demo))
 	put(sm, "demo", tenants.Instance{Connection: fbtest.Demo(t)})
 	env := map[string]string{"GATEWAY_SECRET_PREFIX": prefix, "GATEWAY_ACCESS_SECRET": accessID, "GATEWAY_ACCESS_REFRESH": "200ms"}
-	fn, err := lambdafn.New(context.Background(), catalog.ExecuteQuery, "", settingsOf(t, env), slog.New(slog.DiscardHandler))
+	fn, err := lambdafn.New(context.Background(), catalog.ExecuteQuery, "", fbtest.Settings(t, env), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,7 +431,7 @@ func TestReadsWithAUserOfTheirOwn(t *testing.T) {
 	put(sm, "demo/reader", tenants.Instance{Connection: fbtest.Reader(t), ReadOnly: true})
 	function := func(endpoint catalog.Endpoint, suffix string) *lambdafn.Function {
 		env := map[string]string{"GATEWAY_SECRET_PREFIX": prefix, "GATEWAY_SECRET_SUFFIX": suffix, "GATEWAY_ACCESS_SECRET": accessID}
-		fn, err := lambdafn.New(context.Background(), endpoint, "", settingsOf(t, env), slog.New(slog.NewTextHandler(io.Discard, nil)))
+		fn, err := lambdafn.New(context.Background(), endpoint, "", fbtest.Settings(t, env), slog.New(slog.NewTextHandler(io.Discard, nil)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -515,7 +514,7 @@ func TestInlineInstancesOverSecretsManagerAreSaid(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			env := map[string]string{"GATEWAY_INSTANCES_JSON": inline, "GATEWAY_SECRET_PREFIX": tt.prefix, "GATEWAY_ACCESS_JSON": string(data)}
 			var logs strings.Builder
-			fn, err := lambdafn.New(context.Background(), catalog.ExecuteQuery, "", settingsOf(t, env), slog.New(slog.NewTextHandler(&logs, nil)))
+			fn, err := lambdafn.New(context.Background(), catalog.ExecuteQuery, "", fbtest.Settings(t, env), slog.New(slog.NewTextHandler(&logs, nil)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -525,14 +524,4 @@ func TestInlineInstancesOverSecretsManagerAreSaid(t *testing.T) {
 			}
 		})
 	}
-}
-
-// settingsOf reads the settings of the environment env holds.
-func settingsOf(t testing.TB, env map[string]string) settings.Settings {
-	t.Helper()
-	s, err := settings.Read(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
