@@ -38,6 +38,10 @@ type DBParam struct {
 	Domain string
 	// Charset is a text's character set (UTF8, WIN1252, NONE, OCTETS).
 	Charset string
+	// Default: an input the procedure declares a default for (a DEFAULT
+	// clause of its own; a domain's default does not count), which a call
+	// may leave out with every input after it.
+	Default bool
 }
 
 // String writes the type as SQL declares it: VARCHAR(20), NUMERIC(18,4).
@@ -195,12 +199,12 @@ func (op *Operation) Diagnose(db map[string]Procedure, user string) []Finding {
 	if len(p.UngrantedExceptions) > 0 {
 		add(true, "%s (%s): %s", p.Name, op.Clave, ungranted(p))
 	}
-	if len(op.Params) != len(p.Inputs) {
+	if named := mismatched(len(op.Params), p.Inputs); named != nil {
 		fields := make([]string, len(op.Params))
 		for i, cp := range op.Params {
 			fields[i] = cp.Name
 		}
-		add(true, "%s (%s): the database declares %d input parameters, the catalog %d%s", p.Name, op.Clave, len(p.Inputs), len(op.Params), unmatched(fields, p.Inputs))
+		add(true, "%s (%s): the database declares %s, the catalog %d%s", p.Name, op.Clave, declared(p.Inputs), len(op.Params), unmatched(fields, named))
 	}
 	for i := range min(len(op.Params), len(p.Inputs)) {
 		if text, fatal := compareParam(op.Params[i], p.Inputs[i]); text != "" {
@@ -218,8 +222,8 @@ func (op *Operation) Diagnose(db map[string]Procedure, user string) []Finding {
 			add(true, "%s (read-back of %s): the gateway's user may not execute it", q.Name, op.Clave)
 		case !q.Selectable:
 			add(true, "%s (read-back of %s): the procedure has no SUSPEND and returns no rows to SELECT", q.Name, op.Clave)
-		case len(q.Inputs) != len(rb.Params):
-			add(true, "%s (read-back of %s): the database declares %d input parameters, the catalog passes %d%s", q.Name, op.Clave, len(q.Inputs), len(rb.Params), unmatched(rb.Params, q.Inputs))
+		case mismatched(len(rb.Params), q.Inputs) != nil:
+			add(true, "%s (read-back of %s): the database declares %s, the catalog passes %d%s", q.Name, op.Clave, declared(q.Inputs), len(rb.Params), unmatched(rb.Params, mismatched(len(rb.Params), q.Inputs)))
 		}
 		if len(q.UngrantedExceptions) > 0 {
 			add(true, "%s (read-back of %s): %s", q.Name, op.Clave, ungranted(q))
@@ -243,6 +247,40 @@ func ungranted(p Procedure) string {
 	}
 	return fmt.Sprintf("it raises %s without USAGE, so Firebird refuses to prepare it and every call fails (%s)",
 		strings.Join(p.UngrantedExceptions, ", "), strings.Join(grants, "; "))
+}
+
+// required is how many of inputs a call must pass: Firebird gives those a
+// call leaves out, always the last ones, their defaults (it refuses a
+// default before an input without one).
+func required(inputs []DBParam) int {
+	n := len(inputs)
+	for n > 0 && inputs[n-1].Default {
+		n--
+	}
+	return n
+}
+
+// mismatched is nil when a call passing n arguments fits inputs; otherwise
+// the inputs the call is held to: those it must pass when it passes fewer,
+// all of them when it passes more.
+func mismatched(n int, inputs []DBParam) []DBParam {
+	switch {
+	case n < required(inputs):
+		return inputs[:required(inputs)]
+	case n > len(inputs):
+		return inputs
+	}
+	return nil
+}
+
+// declared says how many inputs a procedure declares, and how many of them
+// a call may leave out.
+func declared(inputs []DBParam) string {
+	s := fmt.Sprintf("%d input parameters", len(inputs))
+	if n := len(inputs) - required(inputs); n > 0 {
+		s += fmt.Sprintf(" (the last %d with a default)", n)
+	}
+	return s
 }
 
 // unmatched names the parameters a difference in count is about. The

@@ -24,6 +24,13 @@ func TestDiagnoseNamesTheParametersACountDiffersBy(t *testing.T) {
 		}
 		return ps
 	}
+	defaulted := func(names ...string) []DBParam {
+		ps := varchar(names...)
+		for i := range ps {
+			ps[i].Default = true
+		}
+		return ps
+	}
 	type compared struct {
 		op Operation
 		db map[string]Procedure
@@ -49,6 +56,14 @@ func TestDiagnoseNamesTheParametersACountDiffersBy(t *testing.T) {
 			"P (Get_X): the database declares 1 input parameters, the catalog 3: in order, the procedure has no input for the catalog's B, C"},
 		{"names that do not line up, more in the database", read(text("A"), varchar("P_X", "P_Y")),
 			"P (Get_X): the database declares 2 input parameters, the catalog 1: in order, the catalog has no parameter for P_Y"},
+		{"inputs added with defaults: a call may leave them out", read(text("CODIGO"), append(varchar("P_CODIGO"), defaulted("P_MONEDA", "P_OTRO")...)), ""},
+		{"all the inputs passed, the defaulted ones too", read(text("CODIGO", "MONEDA"), append(varchar("P_CODIGO"), defaulted("P_MONEDA")...)), ""},
+		{"an input added without a default, before one with",
+			read(text("CODIGO"), append(varchar("P_CODIGO", "P_MONEDA"), defaulted("P_OTRO")...)),
+			"P (Get_X): the database declares 3 input parameters (the last 1 with a default), the catalog 1: the catalog has no parameter for P_MONEDA"},
+		{"more than the defaulted ones allow", read(text("A", "B", "C"), append(varchar("P_A"), defaulted("P_B")...)),
+			"P (Get_X): the database declares 2 input parameters (the last 1 with a default), the catalog 3: the procedure has no input for the catalog's C"},
+		{"a read-back's defaulted input", write(Procedure{Name: "R", Exists: true, Selectable: true, Executable: true, Inputs: append(varchar("P_CODIGO"), defaulted("P_EMPRESA")...)}), ""},
 		{"a read-back's input added",
 			write(Procedure{Name: "R", Exists: true, Selectable: true, Executable: true, Inputs: varchar("P_EMPRESA", "P_CODIGO")}),
 			"R (read-back of Set_X): the database declares 2 input parameters, the catalog passes 1: the catalog has no parameter for P_EMPRESA"},
@@ -68,7 +83,11 @@ func TestDiagnoseNamesTheParametersACountDiffersBy(t *testing.T) {
 				}
 				got = append(got, f.Text)
 			}
-			if !slices.Equal(got, []string{tt.want}) {
+			var want []string
+			if tt.want != "" {
+				want = []string{tt.want}
+			}
+			if !slices.Equal(got, want) {
 				t.Fatalf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), tt.want)
 			}
 		})

@@ -234,7 +234,7 @@ func documentBlock(cs []catalog.Call, sigs map[string]catalog.Procedure, claim c
 		w := calls.WriteOf(c)
 		proc, okP := sigs[strings.ToUpper(w.Procedure)]
 		rb, okR := sigs[strings.ToUpper(w.ReadBack)]
-		if !okP || len(proc.Inputs) != len(w.Args) || w.ReadBack != "" && (!okR || len(rb.Inputs) != len(w.ReadArgs)) {
+		if !okP || len(proc.Inputs) < len(w.Args) || w.ReadBack != "" && (!okR || len(rb.Inputs) < len(w.ReadArgs)) {
 			return "", nil
 		}
 		procs[i], rbs[i], answers[i] = proc, rb, calls.Answers(w.ReadBack, proc, rb)

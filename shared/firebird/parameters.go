@@ -124,7 +124,7 @@ func signatures(ctx context.Context, q querier, names []string) (map[string]cata
 	query := `SELECT TRIM(pp.RDB$PROCEDURE_NAME), TRIM(pp.RDB$PARAMETER_NAME), pp.RDB$PARAMETER_TYPE, TRIM(pp.RDB$FIELD_SOURCE),
 			f.RDB$FIELD_TYPE, COALESCE(f.RDB$FIELD_SUB_TYPE, 0), COALESCE(f.RDB$FIELD_SCALE, 0), COALESCE(f.RDB$FIELD_PRECISION, 0),
 			COALESCE(f.RDB$CHARACTER_LENGTH, f.RDB$FIELD_LENGTH, 0), COALESCE(TRIM(cs.RDB$CHARACTER_SET_NAME), ''),
-			COALESCE(pr.RDB$PROCEDURE_TYPE, 0)
+			COALESCE(pr.RDB$PROCEDURE_TYPE, 0), pp.RDB$DEFAULT_VALUE IS NOT NULL
 		FROM RDB$PROCEDURE_PARAMETERS pp
 		JOIN RDB$PROCEDURES pr ON pr.RDB$PROCEDURE_NAME = pp.RDB$PROCEDURE_NAME AND pr.RDB$PACKAGE_NAME IS NULL
 		JOIN RDB$FIELDS f ON f.RDB$FIELD_NAME = pp.RDB$FIELD_SOURCE
@@ -146,6 +146,7 @@ func signatures(ctx context.Context, q querier, names []string) (map[string]cata
 		p.Name, _ = v[1].(string)
 		p.Domain, _ = v[3].(string)
 		p.Charset, _ = v[9].(string)
+		p.Default, _ = v[11].(bool)
 		chars, _ := v[8].(int64)
 		p.Chars = int(chars)
 		p.Type = fieldTypes[fieldType]

@@ -198,7 +198,7 @@ func TestHealth(t *testing.T) {
 // TestHealthSeesAProcedureChangedAtOnce: after an ALTER or DROP PROCEDURE,
 // the next health check (past its second of reuse) and the next failing call
 // say what changed, though the description a call is explained from is kept
-// a minute.
+// a minute; an input added with a default changes nothing a call sees.
 func TestHealthSeesAProcedureChangedAtOnce(t *testing.T) {
 	admin := fbtest.Open(t, fbtest.Admin(t, fbtest.Demo(t)))
 	exec := func(stmt string) {
@@ -243,6 +243,19 @@ func TestHealthSeesAProcedureChangedAtOnce(t *testing.T) {
 	exec(`DROP PROCEDURE REST_DOC_EFIMERO`)
 	pastReuse()
 	health(503, `{"cod_error":1201,"status":"failing","findings":[{"clave":"Get_Doc_Efimero","fatal":true,"finding":"REST_DOC_EFIMERO (Get_Doc_Efimero): the procedure does not exist in the database"}]}`)
+
+	// An upgrade as an ERP's are compatible: an input added with a default,
+	// which the catalog's calls leave out. (A gateway of its own: its
+	// attachments see the procedure as it is now.)
+	exec(`CREATE PROCEDURE REST_DOC_EFIMERO (P_CODIGO VARCHAR(15), P_MONEDA CHAR(3) = 'COP') RETURNS (X INTEGER) AS BEGIN X = IIF(P_MONEDA = 'COP', 2, 0); SUSPEND; END`)
+	exec(`GRANT EXECUTE ON PROCEDURE REST_DOC_EFIMERO TO GATEWAY`)
+	e = demoEnv(t, gateway.Config{})
+	h = gateway.New(gateway.Config{}, cat, access.Static(e.acc.Document), e.src, e.db, slog.New(slog.DiscardHandler))
+	health(200, `{"cod_error":0,"status":"ok"}`)
+	if r := do(t, h, http.MethodPost, path("demo", "executequery"), `{"CLAVE":"Get_Doc_Efimero","CODIGO":"1"}`); r.Status != 200 || r.Raw != `{"cod_error":0,"data":[{"X":2}]}` {
+		t.Fatalf("a call leaving the defaulted input out: HTTP %d %s", r.Status, r.Raw)
+	}
+	exec(`DROP PROCEDURE REST_DOC_EFIMERO`)
 }
 
 // describeCounter is the real pools, counting the descriptions read.

@@ -31,12 +31,21 @@ func TestDocumentAsOneStatement(t *testing.T) {
 	// and one whose procedure the gateway may not run: the block does not
 	// prepare.
 	// (never granted to the gateway's user).
-	fbtest.Setup(t, cfg, `CREATE OR ALTER PROCEDURE REST_TEST_SIN_PERMISO (P_CODIGO VARCHAR(20), P_VALOR INTEGER) AS BEGIN END`)
+	fbtest.Setup(t, cfg, `CREATE OR ALTER PROCEDURE REST_TEST_SIN_PERMISO (P_CODIGO VARCHAR(20), P_VALOR INTEGER) AS BEGIN END`,
+		// And a payment whose value has a default the catalog leaves out.
+		`CREATE OR ALTER PROCEDURE REST_TEST_PAGAR_DEF (P_CODIGO VARCHAR(20), P_VALOR INTEGER = 7) AS BEGIN
+			INSERT INTO TEST_PAGOS (CODIGO, VALOR) VALUES (:P_CODIGO, :P_VALOR);
+		END`,
+		`GRANT ALL ON TEST_PAGOS TO PROCEDURE REST_TEST_PAGAR_DEF`,
+		`GRANT EXECUTE ON PROCEDURE REST_TEST_PAGAR_DEF TO GATEWAY`)
 	cat, err := catalog.New(append(testOperations(), catalog.Operation{Clave: "Set_Pago_Largo", Endpoint: catalog.Execute, Procedure: "REST_TEST_PAGAR",
 		Params:   []catalog.Param{{Name: "CODIGO", MaxLen: 40, Required: true}, {Name: "VALOR", Kind: catalog.Integer, Bits: 32}},
 		ReadBack: &catalog.ReadBack{Procedure: "REST_TEST_PAGOS", Params: []string{"CODIGO"}}},
 		catalog.Operation{Clave: "Set_Sin_Permiso", Endpoint: catalog.Execute, Procedure: "REST_TEST_SIN_PERMISO",
-			Params: []catalog.Param{{Name: "CODIGO", MaxLen: 20, Required: true}, {Name: "VALOR", Kind: catalog.Integer, Bits: 32}}}))
+			Params: []catalog.Param{{Name: "CODIGO", MaxLen: 20, Required: true}, {Name: "VALOR", Kind: catalog.Integer, Bits: 32}}},
+		catalog.Operation{Clave: "Set_Pago_Def", Endpoint: catalog.Execute, Procedure: "REST_TEST_PAGAR_DEF",
+			Params:   []catalog.Param{{Name: "CODIGO", MaxLen: 20, Required: true}},
+			ReadBack: &catalog.ReadBack{Procedure: "REST_TEST_PAGOS", Params: []string{"CODIGO"}}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,6 +75,10 @@ func TestDocumentAsOneStatement(t *testing.T) {
 			[]string{pago("Set_Valores", "%[1]q", "1"), pago("Set_Pago", "%[1]q", "1"), pago("Set_Valores_Largos", "%[1]q", "3")},
 			[]erp.Code{0, 0, 0}, 3, 1},
 		// A BLOB is read after its row, in round trips of its own.
+		{"an input left to its default",
+			[]string{`{"CLAVE":"Set_Pago_Def","CODIGO":%[1]q}`, pago("Set_Pago", ref("CODIGO"), "2")},
+			[]string{`{"CLAVE":"Set_Pago_Def","CODIGO":%[1]q}`, pago("Set_Pago", "%[1]q", "2")},
+			[]erp.Code{0, 0}, 2, 1},
 		{"a BLOB, a double and more decimals",
 			[]string{pago("Set_Valores_Flotantes", "%[1]q", "1"), pago("Set_Pago", ref("CODIGO"), "2")},
 			[]string{pago("Set_Valores_Flotantes", "%[1]q", "1"), pago("Set_Pago", "%[1]q", "2")},
