@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -30,14 +29,39 @@ func Describe(ctx context.Context, cfg erp.Connection, names []string) (map[stri
 	return out, nil
 }
 
+// describeAll describes the named procedures in three queries, however
+// many: over a WAN each query is round trips (a health check of nine
+// operations took 106 when each procedure had queries of its own, past a
+// 10 s deadline at 100 ms a round trip).
 func describeAll(ctx context.Context, tx *sql.Tx, names []string) (map[string]catalog.Procedure, error) {
+	if len(names) == 0 {
+		return map[string]catalog.Procedure{}, nil
+	}
+	// Unquoted, as the gateway writes them into SQL: Firebird keeps such
+	// names in upper case.
+	upper := make([]string, len(names))
+	for i, n := range names {
+		upper[i] = strings.ToUpper(n)
+	}
+	procs, err := heads(ctx, tx, upper)
+	if err != nil {
+		return nil, fmt.Errorf("describing procedures: %w", err)
+	}
+	sigs, err := signatures(ctx, txQuerier(tx), upper)
+	if err != nil {
+		return nil, fmt.Errorf("describing parameters: %w", err)
+	}
+	ungranted, err := ungrantedExceptions(ctx, tx, upper)
+	if err != nil {
+		return nil, fmt.Errorf("describing exceptions: %w", err)
+	}
 	out := make(map[string]catalog.Procedure, len(names))
-	for _, name := range names {
-		// Unquoted, as the gateway writes them into SQL: Firebird keeps
-		// such names in upper case.
-		p, err := describe(ctx, tx, strings.ToUpper(name))
-		if err != nil {
-			return nil, fmt.Errorf("describing %s: %w", name, err)
+	for i, name := range names {
+		p := procs[upper[i]]
+		p.Name = upper[i]
+		if p.Exists {
+			p.Inputs, p.Outputs = sigs[p.Name].Inputs, sigs[p.Name].Outputs
+			p.UngrantedExceptions = ungranted[p.Name]
 		}
 		out[name] = p
 	}
@@ -56,17 +80,14 @@ func DescribeMatching(ctx context.Context, cfg erp.Connection, pattern string) (
 	var out []catalog.Procedure
 	err := reading(ctx, cfg, DefaultLongestCall+orphanMargin, func(tx *sql.Tx) error {
 		names, err := matching(ctx, tx, strings.ToUpper(pattern))
-		if err != nil {
-			return fmt.Errorf("listing procedures: %w", err)
+		if err != nil || len(names) == 0 {
+			return err
 		}
+		procs, err := describeAll(ctx, tx, names)
 		for _, name := range names {
-			p, err := describe(ctx, tx, name)
-			if err != nil {
-				return fmt.Errorf("describing %s: %w", name, err)
-			}
-			out = append(out, p)
+			out = append(out, procs[name])
 		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -92,7 +113,9 @@ func reading(ctx context.Context, cfg erp.Connection, bound time.Duration, read 
 			return err
 		}
 		tally.Add(ctx, tally.ConnectionOpens)
-		defer c.wire.Load().watch(ctx)()
+		w := c.wire.Load()
+		defer func() { tally.AddN(ctx, tally.RoundTrips, w.Trips()) }()
+		defer w.watch(ctx)()
 		defer tx.Rollback() //nolint:errcheck // read-only: nothing to keep
 		return read(tx)
 	}()
@@ -146,49 +169,69 @@ func column(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]strin
 	return out, rows.Err()
 }
 
-func describe(ctx context.Context, tx *sql.Tx, name string) (catalog.Procedure, error) {
-	p := catalog.Procedure{Name: name}
-	var typ int
-	var owner string
+// heads says, of each named procedure that exists, whether it is
+// selectable and whether the user may execute it (granted to the user,
+// PUBLIC or the user's role, or the user owns it).
+func heads(ctx context.Context, tx *sql.Tx, names []string) (map[string]catalog.Procedure, error) {
 	tally.Add(ctx, tally.StatementPrepares) // database/sql prepares each query
-	err := tx.QueryRowContext(ctx, `
-		SELECT COALESCE(p.RDB$PROCEDURE_TYPE, 0), TRIM(p.RDB$OWNER_NAME)
+	rows, err := tx.QueryContext(ctx, `
+		SELECT TRIM(p.RDB$PROCEDURE_NAME), COALESCE(p.RDB$PROCEDURE_TYPE, 0),
+			TRIM(p.RDB$OWNER_NAME) = TRIM(CURRENT_USER) OR CURRENT_USER = 'SYSDBA' OR EXISTS (
+				SELECT 1 FROM RDB$USER_PRIVILEGES u
+				WHERE u.RDB$RELATION_NAME = p.RDB$PROCEDURE_NAME AND u.RDB$OBJECT_TYPE = 5 AND u.RDB$PRIVILEGE = 'X'
+				  AND (u.RDB$USER = CURRENT_USER OR u.RDB$USER = 'PUBLIC' OR u.RDB$USER = CURRENT_ROLE))
 		FROM RDB$PROCEDURES p
-		WHERE p.RDB$PROCEDURE_NAME = ? AND p.RDB$PACKAGE_NAME IS NULL`, name).Scan(&typ, &owner)
-	if errors.Is(err, sql.ErrNoRows) {
-		return p, nil
-	}
+		WHERE p.RDB$PROCEDURE_NAME IN `+placeholders(len(names))+` AND p.RDB$PACKAGE_NAME IS NULL`, anys(names)...)
 	if err != nil {
-		return p, err
+		return nil, err
 	}
-	p.Exists, p.Selectable = true, typ == 1
-	var grants int
+	defer rows.Close()
+	out := make(map[string]catalog.Procedure, len(names))
+	for rows.Next() {
+		var name string
+		var typ int
+		var executable bool
+		if err := rows.Scan(&name, &typ, &executable); err != nil {
+			return nil, err
+		}
+		out[name] = catalog.Procedure{Name: name, Exists: true, Selectable: typ == 1, Executable: executable}
+	}
+	return out, rows.Err()
+}
+
+// anys is names as a query's arguments.
+func anys(names []string) []any {
+	args := make([]any, len(names))
+	for i, n := range names {
+		args[i] = n
+	}
+	return args
+}
+
+// ungrantedExceptions lists, per named procedure, the exceptions it raises
+// without USAGE on them granted to it, the user or PUBLIC.
+func ungrantedExceptions(ctx context.Context, tx *sql.Tx, names []string) (map[string][]string, error) {
 	tally.Add(ctx, tally.StatementPrepares) // database/sql prepares each query
-	if err := tx.QueryRowContext(ctx, `
-		SELECT COUNT(*) FROM RDB$USER_PRIVILEGES u
-		WHERE u.RDB$RELATION_NAME = ? AND u.RDB$OBJECT_TYPE = 5 AND u.RDB$PRIVILEGE = 'X'
-		  AND (u.RDB$USER = CURRENT_USER OR u.RDB$USER = 'PUBLIC' OR u.RDB$USER = CURRENT_ROLE)`, name).Scan(&grants); err != nil {
-		return p, err
-	}
-	var user string
-	tally.Add(ctx, tally.StatementPrepares) // database/sql prepares each query
-	if err := tx.QueryRowContext(ctx, `SELECT TRIM(CURRENT_USER) FROM RDB$DATABASE`).Scan(&user); err != nil {
-		return p, err
-	}
-	p.Executable = grants > 0 || user == owner || user == "SYSDBA"
-	sig, err := signatures(ctx, txQuerier(tx), []string{name})
-	if err != nil {
-		return p, err
-	}
-	p.Inputs, p.Outputs = sig[name].Inputs, sig[name].Outputs
-	p.UngrantedExceptions, err = column(ctx, tx, `
-		SELECT DISTINCT TRIM(d.RDB$DEPENDED_ON_NAME) FROM RDB$DEPENDENCIES d
-		WHERE d.RDB$DEPENDENT_NAME = ? AND d.RDB$DEPENDENT_TYPE = 5 AND d.RDB$DEPENDED_ON_TYPE = 7
+	rows, err := tx.QueryContext(ctx, `
+		SELECT DISTINCT TRIM(d.RDB$DEPENDENT_NAME), TRIM(d.RDB$DEPENDED_ON_NAME) FROM RDB$DEPENDENCIES d
+		WHERE d.RDB$DEPENDENT_NAME IN `+placeholders(len(names))+` AND d.RDB$DEPENDENT_TYPE = 5 AND d.RDB$DEPENDED_ON_TYPE = 7
 		  AND NOT EXISTS (SELECT 1 FROM RDB$USER_PRIVILEGES u
 		    WHERE u.RDB$RELATION_NAME = d.RDB$DEPENDED_ON_NAME AND u.RDB$PRIVILEGE = 'G'
 		      AND (u.RDB$USER = d.RDB$DEPENDENT_NAME OR u.RDB$USER = CURRENT_USER OR u.RDB$USER = 'PUBLIC'))
-		ORDER BY 1`, name)
-	return p, err
+		ORDER BY 1, 2`, anys(names)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make(map[string][]string)
+	for rows.Next() {
+		var proc, exc string
+		if err := rows.Scan(&proc, &exc); err != nil {
+			return nil, err
+		}
+		out[proc] = append(out[proc], exc)
+	}
+	return out, rows.Err()
 }
 
 // Describe is the package's Describe for an instance the pools serve, on

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/tally"
@@ -129,14 +128,10 @@ func signatures(ctx context.Context, q querier, names []string) (map[string]cata
 		JOIN RDB$PROCEDURES pr ON pr.RDB$PROCEDURE_NAME = pp.RDB$PROCEDURE_NAME AND pr.RDB$PACKAGE_NAME IS NULL
 		JOIN RDB$FIELDS f ON f.RDB$FIELD_NAME = pp.RDB$FIELD_SOURCE
 		LEFT JOIN RDB$CHARACTER_SETS cs ON cs.RDB$CHARACTER_SET_ID = f.RDB$CHARACTER_SET_ID
-		WHERE pp.RDB$PROCEDURE_NAME IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(names)), ", ") + `) AND pp.RDB$PACKAGE_NAME IS NULL
+		WHERE pp.RDB$PROCEDURE_NAME IN ` + placeholders(len(names)) + ` AND pp.RDB$PACKAGE_NAME IS NULL
 		ORDER BY pp.RDB$PARAMETER_TYPE, pp.RDB$PARAMETER_NUMBER`
-	args := make([]any, len(names))
-	for i, n := range names {
-		args[i] = n
-	}
 	out := make(map[string]catalog.Procedure, len(names))
-	err := q(ctx, query, args, func(v []driver.Value) error {
+	err := q(ctx, query, anys(names), func(v []driver.Value) error {
 		var n [5]int64
 		for i, x := range []driver.Value{v[2], v[4], v[5], v[6], v[7]} {
 			n[i], _ = x.(int64)

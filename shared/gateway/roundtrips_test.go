@@ -103,6 +103,16 @@ func TestRoundTrips(t *testing.T) {
 		post("execute", fmt.Sprintf("rtd-%d-%d", run, i), order("800000000", "REF0001", "REF0002", "REF0003"))
 	}, true)
 	readBatch := per(n, func(int) { post("executequery", "", "["+referencia+","+referencia+","+referencia+"]") }, true)
+	// The health check describes the catalog's procedures on an
+	// attachment of its own, in queries whose number does not grow with
+	// the catalog's (256 round trips when each procedure had its own). The
+	// link may also see that attachment's detach, sent after the answer.
+	health := per(1, func(int) {
+		req := httptest.NewRequest(http.MethodGet, "/demo/health", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		e.h.ServeHTTP(httptest.NewRecorder(), req)
+		lastLogged = logged()
+	}, false)
 
 	// The raw driver over the same link: a new pool's connect, prepare and
 	// first query, then its best (the prepared statement on its warm
@@ -168,6 +178,7 @@ func TestRoundTrips(t *testing.T) {
 		{"a document: a header and three lines in one batch", document, 0, 2},
 		{"the same under an Idempotency-Key", keyedDocument, 0, 2},
 		{"three reads in one batch (one snapshot)", readBatch, 0, 4},
+		{fmt.Sprintf("a health check of %d operations (its own connect)", len(testOperations())), health, 0, 22},
 	}
 	t.Logf("round trips per operation, medians of %d (link: %s each way; raw: the driver's prepared statement on a warm connection)", n, linkDelay)
 	t.Logf("%-60s %8s %8s", "operation", "gateway", "raw")
