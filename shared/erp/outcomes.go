@@ -159,3 +159,19 @@ func OriginOf(ctx context.Context) Origin {
 	o, _ := ctx.Value(originKey{}).(Origin)
 	return o
 }
+
+type hearingKey struct{}
+
+// WithHearing returns ctx carrying heard, which a database adapter calls
+// each time the database speaks on a call made under ctx: what tells a
+// slow link, over which the database keeps speaking, from a silent
+// database (a frozen server, a dropped link).
+func WithHearing(ctx context.Context, heard func()) context.Context {
+	return context.WithValue(ctx, hearingKey{}, heard)
+}
+
+// Hearing is ctx's heard (WithHearing), nil when it carries none.
+func Hearing(ctx context.Context) func() {
+	heard, _ := ctx.Value(hearingKey{}).(func())
+	return heard
+}

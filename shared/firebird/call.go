@@ -65,7 +65,7 @@ func (p *Pools) Ping(ctx context.Context, t erp.Target, silence time.Duration) e
 		cancel(fmt.Errorf("the database was silent for %s: %w", silence, context.DeadlineExceeded))
 	})
 	defer quiet.Stop()
-	pctx = withHearing(pctx, func() { quiet.Reset(silence) })
+	pctx = erp.WithHearing(pctx, func() { quiet.Reset(silence) })
 	return p.Transact(pctx, t, calls.ReadOnly, nil, func(ctx context.Context, tx calls.Tx) error {
 		return tx.(*Session).fc.Ping(ctx)
 	})

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/erp-gateway/gateway/shared/erp"
 )
 
 // wire is an attachment's socket, dialed by the gateway (the driver's
@@ -17,7 +19,7 @@ type wire struct {
 	net.Conn
 	trips      atomic.Int64
 	serverLast atomic.Bool
-	heard      atomic.Pointer[func()] // the watched call's hearing (withHearing), told each time the server speaks
+	heard      atomic.Pointer[func()] // the watched call's hearing (erp.WithHearing), told each time the server speaks
 }
 
 // dial opens a wire to addr.
@@ -60,10 +62,12 @@ func (w *wire) Trips() int64 { return w.trips.Load() }
 // every other. release ends the watch before the wire goes back to its
 // pool, and reports whether it closed the socket: the connection is then
 // broken. It costs no goroutine: the call runs on its caller's. A ctx
-// withHearing is told each time the server speaks until release.
+// erp.WithHearing is told each time the server speaks until release or the
+// end of ctx: what the server says after (a cancel's answer) is not the
+// call's.
 func (w *wire) watch(ctx context.Context) (release func() (closed bool)) {
 	unhear := func() {}
-	if heard, ok := ctx.Value(hearingKey{}).(func()); ok {
+	if heard := erp.Hearing(ctx); heard != nil {
 		prev := w.heard.Swap(&heard)
 		unhear = func() { w.heard.Store(prev) }
 	}
@@ -71,6 +75,7 @@ func (w *wire) watch(ctx context.Context) (release func() (closed bool)) {
 	var timer *time.Timer
 	released, closed := false, false
 	stop := context.AfterFunc(ctx, func() {
+		unhear()
 		mu.Lock()
 		defer mu.Unlock()
 		if released {
@@ -98,13 +103,4 @@ func (w *wire) watch(ctx context.Context) (release func() (closed bool)) {
 		}
 		return closed
 	}
-}
-
-type hearingKey struct{}
-
-// withHearing returns ctx carrying heard, which the wire of each call made
-// under it calls each time the server speaks: through database/sql's
-// Connect, a context is the only way to a connection's dial.
-func withHearing(ctx context.Context, heard func()) context.Context {
-	return context.WithValue(ctx, hearingKey{}, heard)
 }

@@ -392,3 +392,44 @@ func TestAMaintenanceShutdownIsNotHeldBack(t *testing.T) {
 	}
 	t.Logf("served %v after the database came back online", time.Since(back).Round(time.Millisecond))
 }
+
+// TestASlowLinkIsNotAHungDatabase: calls that run out of their deadline
+// while the database is still answering them (a link of 100 ms a round
+// trip, reads of more round trips than the deadline holds) are refused
+// with a message that says so, and never pause the instance: a short read
+// after them is served. A silent database still opens the breaker
+// (TestBreakerPausesAHangingInstanceOnly).
+func TestASlowLinkIsNotAHungDatabase(t *testing.T) {
+	const timeout = 350 * time.Millisecond
+	cfg := fbtest.Demo(t)
+	setupBlobs(t, cfg)
+	link := fbtest.NewLink(t, cfg, 50*time.Millisecond)
+	e := newEnv(t, gateway.Config{Timeout: timeout, BatchTimeout: 20 * time.Second,
+		Breaker: gateway.BreakerConfig{Failures: 3, CoolDown: 10 * time.Second}},
+		map[string]any{"demo": anonymous(link.Through(cfg))})
+	blobs, terceros := `{"CLAVE":"Get_Blobs","N":"50"}`, `{"CLAVE":"Get_Terceros","CODIGO":"800000000"}`
+	// A batch's longer deadline connects and prepares both reads.
+	warm := func() {
+		t.Helper()
+		if r := send(t, e.h, "executequery", "["+blobs+","+terceros+"]"); r.status != 200 {
+			t.Fatalf("warming: %d %.300s", r.status, r.body)
+		}
+	}
+	warm()
+	// 50 rows with BLOBs are 6 round trips on a warm connection, 600 ms
+	// here; and the connect that follows each is 5 or more.
+	for i := range 5 {
+		r := e.post(t, path("demo", "executequery"), blobs)
+		want := fmt.Sprintf("was still answering Get_Blobs when its deadline (%s) ran out", timeout)
+		if r.Status != 503 || r.Body.CodError == nil || *r.Body.CodError != int(erp.CodeUnavailable) || !strings.Contains(r.Raw, want) {
+			t.Fatalf("slow read %d: %d %s, want 503 1201 %q", i+1, r.Status, r.Raw, want)
+		}
+	}
+	warm()
+	if r := e.post(t, path("demo", "executequery"), terceros); r.Status != 200 {
+		t.Fatalf("a short read after the slow ones: %d %s", r.Status, r.Raw)
+	}
+	if strings.Contains(e.log.String(), "breaker opened") {
+		t.Fatalf("the slow link opened the breaker:\n%s", e.log)
+	}
+}

@@ -136,6 +136,9 @@ func (h *Handler) refuse(ctx context.Context, t erp.Target, s subject, err error
 			timeout, did = h.cfg.BatchTimeout, "run the batch"
 		}
 		msg = fmt.Sprintf("%s did not %s within %s%s", db, did, timeout, s.nothing())
+		if still := (*stillAnswering)(nil); errors.As(err, &still) {
+			msg = fmt.Sprintf("%s was still answering %s when its deadline (%s) ran out: the link to it is slow, or the answer large%s", db, s.what(), timeout, s.nothing())
+		}
 	case errors.Is(err, erp.ErrUnavailable):
 		h.log.WarnContext(ctx, "database unavailable", "instance", t.Instance, "what", s.what(), "err", err)
 		msg = db + " is not reachable right now" + s.nothing()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/erp-gateway/gateway/shared/calls"
@@ -211,10 +212,24 @@ func (h *Handler) breaker(ctx context.Context, t erp.Target, call func(context.C
 			h.log.WarnContext(ctx, "breaker opened: calls to the instance paused", "instance", t.Instance)
 		}
 	}()
-	err = call(ctx)
+	var lastWord atomic.Int64 // when the database last spoke to the call, in Unix nanoseconds
+	err = call(erp.WithHearing(ctx, func() { lastWord.Store(time.Now().UnixNano()) }))
 	v = h.verdict(err, time.Since(began), h.cfg.Timeout)
+	if v == hung && time.Since(time.Unix(0, lastWord.Load())) < h.breakers.cfg.ProbeSilence {
+		// It was still speaking when the call failed, within the silence
+		// that fails a probe: a slow link or a long answer, which pausing
+		// the instance would not help, not a database that stopped.
+		v, err = refused, &stillAnswering{err}
+	}
 	return false, err
 }
+
+// stillAnswering is a call that ran out of time while the database was
+// still answering it.
+type stillAnswering struct{ err error }
+
+func (e *stillAnswering) Error() string { return "still answering: " + e.err.Error() }
+func (e *stillAnswering) Unwrap() error { return e.err }
 
 // verdict judges a call that took took, of a time bound limit. Only the
 // database failing to serve it counts against the instance: a database
