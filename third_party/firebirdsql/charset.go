@@ -25,6 +25,8 @@ CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 package firebirdsql
 
 import (
+	"database/sql/driver"
+
 	"golang.org/x/text/encoding"
 	"golang.org/x/text/encoding/charmap"
 	"golang.org/x/text/encoding/japanese"
@@ -108,4 +110,30 @@ func encodeCharset(str string, charset string) (string, bool) {
 	}
 	v, _ := enc.NewEncoder().String(str)
 	return v, true
+}
+
+// checkEncodable refuses a string argument the connection's character set
+// cannot hold, before anything of its statement is sent: encodeCharset
+// would send it as an empty string, a silent loss. The refusal is the one
+// Firebird gives for a string the database's character set cannot hold.
+func checkEncodable(args []driver.Value, charset string) error {
+	enc := charsetEncoding(charset)
+	if enc == nil {
+		return nil
+	}
+	for _, a := range args {
+		if s, ok := a.(string); ok {
+			if _, err := enc.NewEncoder().String(s); err != nil {
+				codes := []int{ISCArithExcept, ISCTransliterationFailed}
+				return &FbError{
+					GDSCodes: codes,
+					SQLCode:  gdsToSQLCode(codes[0]),
+					SQLState: gdsToSQLState(codes[0]),
+					Params:   [][]string{nil, nil},
+					Message:  errmsgs(codes[0]) + errmsgs(codes[1]),
+				}
+			}
+		}
+	}
+	return nil
 }

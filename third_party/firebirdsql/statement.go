@@ -240,6 +240,9 @@ func (stmt *firebirdsqlStmt) ensureInputXsqlda(args []driver.Value) error {
 // and, when withBegin allows, whether the transaction's begin is left to go
 // with the execute (firebirdsqlTx.beginsWith).
 func (stmt *firebirdsqlStmt) prepareExecute(ctx context.Context, args []driver.Value, withBegin bool) (*firebirdsqlStmt, bool, error) {
+	if err := checkEncodable(args, stmt.fc.wp.charset); err != nil {
+		return stmt, false, err
+	}
 	begin := false
 	err := stmt.fc.wp.withContextDeadline(ctx, func() error {
 		if stmt.stmtHandle == -1 || stmt.fc.tx.needBegin && !withBegin {

@@ -469,7 +469,7 @@ func (p *wireProtocol) _parse_status_vector() (statusVector, error) {
 			if err != nil {
 				return sv, err
 			}
-			s := bytes_to_str(b)
+			s := p.decodeString(b)
 			num_arg++
 			if !inWarning {
 				sv.message = strings.Replace(sv.message, "@"+strconv.Itoa(num_arg), s, 1)
@@ -492,7 +492,7 @@ func (p *wireProtocol) _parse_status_vector() (statusVector, error) {
 				return sv, err
 			}
 			if !inWarning {
-				sv.message += bytes_to_str(b)
+				sv.message += p.decodeString(b)
 			}
 		case n == isc_arg_sql_state:
 			b, err = p.recvPackets(4)
@@ -2501,6 +2501,16 @@ func (p *wireProtocol) opCancel(kind int) error {
 	p.packInt(int32(kind))
 	_, err := p.sendPackets()
 	return err
+}
+
+// decodeString is a text of the server's, sent in the connection's
+// character set: a status vector's arguments (an exception's message, a
+// value quoted in an error) as values are decoded.
+func (p *wireProtocol) decodeString(b []byte) string {
+	if s, ok := decodeCharset(b, p.charset); ok {
+		return s
+	}
+	return bytes_to_str(b)
 }
 
 func (p *wireProtocol) encodeString(str string) string {
