@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -122,7 +123,7 @@ func (op *Operation) check() error {
 		return fmt.Errorf("endpoint: %q is neither %q nor %q", op.Endpoint, ExecuteQuery, Execute)
 	}
 	if !identifier.MatchString(op.Procedure) {
-		return fmt.Errorf("procedure: %q is not a plain identifier (letters, digits, _ and $, at most %d)", op.Procedure, MaxName)
+		return fmt.Errorf("procedure: %q is not a plain identifier (letters, digits, _ and $, at most %d)%s", op.Procedure, MaxName, packaged(op.Procedure))
 	}
 	if op.MaxRows < 0 {
 		return fmt.Errorf("max_rows: %d is negative", op.MaxRows)
@@ -146,7 +147,7 @@ func (op *Operation) check() error {
 	case op.Endpoint == ExecuteQuery:
 		return errors.New("read_back: only a write (endpoint execute) has one")
 	case !identifier.MatchString(rb.Procedure):
-		return fmt.Errorf("read_back.procedure: %q is not a plain identifier", rb.Procedure)
+		return fmt.Errorf("read_back.procedure: %q is not a plain identifier%s", rb.Procedure, packaged(rb.Procedure))
 	default:
 		for k, name := range rb.Params {
 			if !seen[name] {
@@ -216,4 +217,13 @@ func (p *Param) check() error {
 func (c *Catalog) Lookup(clave string) (*Operation, bool) {
 	op, ok := c.ops[clave]
 	return op, ok
+}
+
+// packaged says what to do with a procedure named as a package's
+// (PKG.PROC): the gateway calls procedures outside packages only.
+func packaged(name string) string {
+	if !strings.Contains(name, ".") {
+		return ""
+	}
+	return ": a procedure of a package cannot be called; a procedure outside it that calls it can"
 }

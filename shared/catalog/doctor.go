@@ -48,6 +48,9 @@ type DBParam struct {
 func (p DBParam) String() string {
 	switch p.Type {
 	case "CHAR", "VARCHAR":
+		if p.Charset == "OCTETS" {
+			return fmt.Sprintf("%s(%d) CHARACTER SET OCTETS", p.Type, p.Chars)
+		}
 		return fmt.Sprintf("%s(%d)", p.Type, p.Chars)
 	case "NUMERIC", "DECIMAL":
 		return fmt.Sprintf("%s(%d,%d)", p.Type, p.Precision, p.Scale)

@@ -91,6 +91,7 @@ var malformed = []struct {
 	{"wrong type in a read-back", op(`{"clave":"Set_X","endpoint":"execute","procedure":"P","read_back":{"procedure":1}}`), `operations[0] "Set_X": read_back.procedure: number where string belongs`},
 	{"unknown endpoint", op(`{"clave":"Get_X","endpoint":"query","procedure":"P"}`), `operations[0] "Get_X": endpoint: "query" is neither`},
 	{"SQL in a procedure name", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P; DROP TABLE T"}`), `operations[0] "Get_X": procedure: "P; DROP TABLE T" is not a plain identifier`},
+	{"a packaged procedure", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"PKG_REST.GET_UNO"}`), `procedure: "PKG_REST.GET_UNO" is not a plain identifier (letters, digits, _ and $, at most 63): a procedure of a package cannot be called; a procedure outside it that calls it can`},
 	{"duplicate CLAVE", `{"operations":[{"clave":"Get_X","endpoint":"executequery","procedure":"P"},{"clave":"Get_X","endpoint":"executequery","procedure":"Q"}]}`, `operations[1] "Get_X": clave: defined twice`},
 	{"text without length", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","params":[{"name":"A"}]}`), `operations[0] "Get_X": params[0] "A": max_chars:`},
 	{"unknown kind", op(`{"clave":"Get_X","endpoint":"executequery","procedure":"P","params":[{"name":"A","kind":"datetime"}]}`), `params[0] "A": kind: "datetime" is not one of text, date, integer, decimal`},

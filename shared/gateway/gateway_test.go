@@ -133,10 +133,10 @@ func TestEveryTypeIsEncodedExactly(t *testing.T) {
 	want := `{"cod_error":0,"data":[` +
 		`{"I":42,"BI":9223372036854775807,"N":98765432109876.5432,"D":0.1,"F":2.5,"B":true,"DT":"2024-02-29",` +
 		`"TM":"13:14:15.1234","TS":"2024-02-29T13:14:15.1234","BT":"línea 1\nlínea 2","BB":"AP8Q","C":"ab","V":"",` +
-		`"NU":null,"E":"ñandú","S":-7,"DC":-0.50},` +
+		`"NU":null,"E":"ñandú","S":-7,"DC":-0.50,"O":"AP9Bww=="},` +
 		`{"I":43,"BI":9223372036854775807,"N":-0.0001,"D":0.1,"F":2.5,"B":false,"DT":"2024-02-29",` +
 		`"TM":"13:14:15.1234","TS":"2024-02-29T13:14:15.1234","BT":"línea 1\nlínea 2","BB":"AP8Q","C":null,"V":"",` +
-		`"NU":null,"E":"ñandú","S":-7,"DC":-0.50}]}`
+		`"NU":null,"E":"ñandú","S":-7,"DC":-0.50,"O":"AP9Bww=="}]}`
 	if r.Raw != want {
 		t.Fatalf("got  %s\nwant %s", r.Raw, want)
 	}

@@ -1,7 +1,9 @@
 package openapi
 
 import (
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -99,5 +101,22 @@ func TestKeySchemaIsTheGatewaysRule(t *testing.T) {
 	}
 	if found == 0 {
 		t.Fatal("no Idempotency-Key parameter in the document")
+	}
+}
+
+// TestOctetsAreDescribedAsTheirBase64: a CHAR or VARCHAR of character set
+// OCTETS is answered in base64 (answers.md), and its schema says so, its
+// maxLength that of its longest value's base64.
+func TestOctetsAreDescribedAsTheirBase64(t *testing.T) {
+	for n := 1; n <= 7; n++ {
+		s := columnSchema(catalog.DBParam{Name: "O", Type: "VARCHAR", Chars: n, Charset: "OCTETS"})
+		got := map[string]any{}
+		for _, e := range s {
+			got[e.k] = e.v
+		}
+		longest := base64.StdEncoding.EncodedLen(n)
+		if got["contentEncoding"] != "base64" || got["maxLength"] != longest || got["x-firebird-type"] != fmt.Sprintf("VARCHAR(%d) CHARACTER SET OCTETS", n) {
+			t.Errorf("VARCHAR(%d) OCTETS: %v, want base64 of at most %d characters", n, got, longest)
+		}
 	}
 }

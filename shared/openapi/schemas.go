@@ -109,6 +109,11 @@ func columnSchema(c catalog.DBParam) obj {
 	}
 	switch c.Type {
 	case "CHAR", "VARCHAR":
+		if c.Charset == "OCTETS" {
+			// Bytes, answered as a binary BLOB's are: in base64, four
+			// characters for each three bytes or fewer.
+			return t("string", kv{"contentEncoding", "base64"}, kv{"maxLength", (c.Chars + 2) / 3 * 4})
+		}
 		return t("string", kv{"maxLength", c.Chars})
 	case "SMALLINT", "INTEGER", "BIGINT":
 		return t("integer", kv{"format", map[string]string{"SMALLINT": "int16", "INTEGER": "int32", "BIGINT": "int64"}[c.Type]})
