@@ -217,7 +217,7 @@ func (op *Operation) Diagnose(db map[string]Procedure, user string) []Finding {
 	outputs := p.Outputs
 	if rb := op.ReadBack; rb != nil {
 		q, ok := db[rb.Procedure]
-		switch {
+		switch named := mismatched(len(rb.Params), q.Inputs); {
 		case !ok || !q.Exists:
 			add(true, "%s (read-back of %s): the procedure does not exist in the database", rb.Procedure, op.Clave)
 			return out
@@ -225,8 +225,8 @@ func (op *Operation) Diagnose(db map[string]Procedure, user string) []Finding {
 			add(true, "%s (read-back of %s): the gateway's user may not execute it", q.Name, op.Clave)
 		case !q.Selectable:
 			add(true, "%s (read-back of %s): the procedure has no SUSPEND and returns no rows to SELECT", q.Name, op.Clave)
-		case mismatched(len(rb.Params), q.Inputs) != nil:
-			add(true, "%s (read-back of %s): the database declares %s, the catalog passes %d%s", q.Name, op.Clave, declared(q.Inputs), len(rb.Params), unmatched(rb.Params, mismatched(len(rb.Params), q.Inputs)))
+		case named != nil:
+			add(true, "%s (read-back of %s): the database declares %s, the catalog passes %d%s", q.Name, op.Clave, declared(q.Inputs), len(rb.Params), unmatched(rb.Params, named))
 		}
 		if len(q.UngrantedExceptions) > 0 {
 			add(true, "%s (read-back of %s): %s", q.Name, op.Clave, ungranted(q))

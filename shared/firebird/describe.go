@@ -29,14 +29,23 @@ func Describe(ctx context.Context, cfg erp.Connection, names []string) (map[stri
 	return out, nil
 }
 
-// describeAll describes the named procedures in three queries, however
-// many: over a WAN each query is round trips (a health check of nine
-// operations took 106 when each procedure had queries of its own, past a
-// 10 s deadline at 100 ms a round trip).
+// describeAll describes the named procedures, keyed by the names given, a
+// query for each kind of fact rather than for each procedure: each query
+// is round trips over a WAN, and the health check must answer within its
+// deadline there (internals.md#round-trips).
 func describeAll(ctx context.Context, tx *sql.Tx, names []string) (map[string]catalog.Procedure, error) {
-	if len(names) == 0 {
-		return map[string]catalog.Procedure{}, nil
+	out := make(map[string]catalog.Procedure, len(names))
+	// Firebird 3 takes at most 1,500 values in an IN list.
+	for chunk := range slices.Chunk(names, 1000) {
+		if err := describeSome(ctx, tx, chunk, out); err != nil {
+			return nil, err
+		}
 	}
+	return out, nil
+}
+
+// describeSome is describeAll for at most an IN list's names, into out.
+func describeSome(ctx context.Context, tx *sql.Tx, names []string, out map[string]catalog.Procedure) error {
 	// Unquoted, as the gateway writes them into SQL: Firebird keeps such
 	// names in upper case.
 	upper := make([]string, len(names))
@@ -45,17 +54,16 @@ func describeAll(ctx context.Context, tx *sql.Tx, names []string) (map[string]ca
 	}
 	procs, err := heads(ctx, tx, upper)
 	if err != nil {
-		return nil, fmt.Errorf("describing procedures: %w", err)
+		return fmt.Errorf("describing procedures: %w", err)
 	}
 	sigs, err := signatures(ctx, txQuerier(tx), upper)
 	if err != nil {
-		return nil, fmt.Errorf("describing parameters: %w", err)
+		return fmt.Errorf("describing parameters: %w", err)
 	}
 	ungranted, err := ungrantedExceptions(ctx, tx, upper)
 	if err != nil {
-		return nil, fmt.Errorf("describing exceptions: %w", err)
+		return fmt.Errorf("describing exceptions: %w", err)
 	}
-	out := make(map[string]catalog.Procedure, len(names))
 	for i, name := range names {
 		p := procs[upper[i]]
 		p.Name = upper[i]
@@ -65,29 +73,32 @@ func describeAll(ctx context.Context, tx *sql.Tx, names []string) (map[string]ca
 		}
 		out[name] = p
 	}
-	return out, nil
+	return nil
 }
 
 // DescribeMatching describes the procedures whose names match a SQL LIKE
 // pattern, sorted by name (make catalog-from-db). The pattern is matched in
 // upper case: the gateway writes procedure names into SQL unquoted, which
-// Firebird upper-cases, so `rest_%` means what it would in a statement, and a
-// procedure only a quoted name reaches (lower case in the database) is one
-// the gateway could not call anyway. Names are compared trimmed: the system
+// Firebird upper-cases, so `rest_%` means what it would in a statement; a
+// procedure only a quoted name reaches (lower case in the database) is left
+// out, as one the gateway cannot call. Names are compared trimmed: the system
 // table pads them with blanks (CHAR), which an exact name would not match.
 // A backslash escapes _ and %: REST\_% does not match RESTAR_SALDO.
 func DescribeMatching(ctx context.Context, cfg erp.Connection, pattern string) ([]catalog.Procedure, error) {
 	var out []catalog.Procedure
 	err := reading(ctx, cfg, DefaultLongestCall+orphanMargin, func(tx *sql.Tx) error {
 		names, err := matching(ctx, tx, strings.ToUpper(pattern))
-		if err != nil || len(names) == 0 {
-			return err
+		if err != nil {
+			return fmt.Errorf("listing procedures: %w", err)
 		}
 		procs, err := describeAll(ctx, tx, names)
+		if err != nil {
+			return err
+		}
 		for _, name := range names {
 			out = append(out, procs[name])
 		}
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -147,6 +158,7 @@ func matching(ctx context.Context, tx *sql.Tx, pattern string) ([]string, error)
 	return column(ctx, tx, `
 		SELECT TRIM(p.RDB$PROCEDURE_NAME) FROM RDB$PROCEDURES p
 		WHERE TRIM(p.RDB$PROCEDURE_NAME) LIKE ? ESCAPE '\' AND COALESCE(p.RDB$SYSTEM_FLAG, 0) = 0 AND p.RDB$PACKAGE_NAME IS NULL
+		  AND p.RDB$PROCEDURE_NAME = UPPER(p.RDB$PROCEDURE_NAME)
 		ORDER BY 1`, pattern)
 }
 

@@ -213,8 +213,9 @@ const (
 // documentBlock writes the block of a document of calls, from the
 // signatures of their procedures, with claim's inputs and statements
 // first, and its layout; nil when the calls must
-// run one by one: a procedure unknown or called with other than its
-// arguments (its own statement names the error), a reference to a column
+// run one by one: a procedure unknown or called with more arguments than
+// it declares (its own statement names the error; fewer than it requires
+// fail the block's prepare, and the calls run one by one too), a reference to a column
 // the answer does not have, or whose type is not exactly the argument's
 // (the value then passes through Go as it does between statements of
 // their own, and converts as it does there), or a block too large.

@@ -68,8 +68,11 @@ func (w *wire) Trips() int64 { return w.trips.Load() }
 func (w *wire) watch(ctx context.Context) (release func() (closed bool)) {
 	unhear := func() {}
 	if heard := erp.Hearing(ctx); heard != nil {
-		prev := w.heard.Swap(&heard)
-		unhear = func() { w.heard.Store(prev) }
+		// Swapped back only while still this call's: the end of ctx may
+		// unhear late, when the wire already serves the next call.
+		mine := &heard
+		prev := w.heard.Swap(mine)
+		unhear = func() { w.heard.CompareAndSwap(mine, prev) }
 	}
 	var mu sync.Mutex
 	var timer *time.Timer

@@ -25,7 +25,9 @@ type BreakerConfig struct {
 	// instance's pool, and its connect when the pool has none alive) once
 	// the database has not spoken for that long (1s). It bounds silence,
 	// not the probe: over a slow link a connect's round trips add up past
-	// it while the database answers each.
+	// it while the database answers each. A call that runs out of time
+	// counts toward opening only when the database was silent for as long
+	// (or a quarter of the call's time, when shorter) before it did.
 	ProbeSilence time.Duration
 	// MaxInstances bounds the failing instances tracked (10,000); a success
 	// forgets an instance.
@@ -160,4 +162,12 @@ func (bs *breakers) evict() {
 		delete(bs.m, name)
 		return
 	}
+}
+
+// speakingWithin is the silence before a call's bound of limit ran out
+// under which the call does not count: its database was still speaking.
+// A quarter of a short bound at most, so that a frozen database that
+// spoke once (a connect's first answer) still counts.
+func (b *breakers) speakingWithin(limit time.Duration) time.Duration {
+	return min(b.cfg.ProbeSilence, limit/4)
 }

@@ -393,43 +393,60 @@ func TestAMaintenanceShutdownIsNotHeldBack(t *testing.T) {
 	t.Logf("served %v after the database came back online", time.Since(back).Round(time.Millisecond))
 }
 
-// TestASlowLinkIsNotAHungDatabase: calls that run out of their deadline
+// TestASlowLinkIsNotAHungDatabase: batches that run out of their deadline
 // while the database is still answering them (a link of 100 ms a round
-// trip, reads of more round trips than the deadline holds) are refused
-// with a message that says so, and never pause the instance: a short read
-// after them is served. A silent database still opens the breaker
-// (TestBreakerPausesAHangingInstanceOnly).
+// trip, three reads of more round trips than the deadline holds) are
+// refused with a message that says so, and never pause the instance; the
+// same batches through a database that falls silent in their course
+// (frozen) open the breaker after three.
 func TestASlowLinkIsNotAHungDatabase(t *testing.T) {
-	const timeout = 350 * time.Millisecond
+	const timeout = 1200 * time.Millisecond
 	cfg := fbtest.Demo(t)
 	setupBlobs(t, cfg)
 	link := fbtest.NewLink(t, cfg, 50*time.Millisecond)
-	e := newEnv(t, gateway.Config{Timeout: timeout, BatchTimeout: 20 * time.Second,
-		Breaker: gateway.BreakerConfig{Failures: 3, CoolDown: 10 * time.Second}},
-		map[string]any{"demo": anonymous(link.Through(cfg))})
-	blobs, terceros := `{"CLAVE":"Get_Blobs","N":"50"}`, `{"CLAVE":"Get_Terceros","CODIGO":"800000000"}`
-	// A batch's longer deadline connects and prepares both reads.
-	warm := func() {
-		t.Helper()
-		if r := send(t, e.h, "executequery", "["+blobs+","+terceros+"]"); r.status != 200 {
-			t.Fatalf("warming: %d %.300s", r.status, r.body)
-		}
+	blobs := `{"CLAVE":"Get_Blobs","N":"50"}`
+	batch := "[" + blobs + "," + blobs + "," + blobs + "]"
+	newLinked := func() *env {
+		return newEnv(t, gateway.Config{Timeout: timeout, BatchTimeout: timeout,
+			Breaker: gateway.BreakerConfig{Failures: 3, CoolDown: 10 * time.Second}},
+			map[string]any{"demo": anonymous(link.Through(cfg))})
 	}
-	warm()
-	// 50 rows with BLOBs are 6 round trips on a warm connection, 600 ms
-	// here; and the connect that follows each is 5 or more.
+	refused := func(r sent, code erp.Code, text string) bool {
+		var body struct {
+			CodError  int    `json:"cod_error"`
+			ExExecSQL string `json:"ex_execsql"`
+		}
+		return r.status == 503 && json.Unmarshal([]byte(r.body), &body) == nil && body.CodError == int(code) && strings.Contains(body.ExExecSQL, text)
+	}
+
+	// A connect, the prepare and three reads of 50 rows with BLOBs: 25
+	// round trips or so, 2.5 s; a connect alone is 5 or more.
+	e := newLinked()
+	still := fmt.Sprintf("was still answering the batch when its deadline (%s) ran out", timeout)
 	for i := range 5 {
-		r := e.post(t, path("demo", "executequery"), blobs)
-		want := fmt.Sprintf("was still answering Get_Blobs when its deadline (%s) ran out", timeout)
-		if r.Status != 503 || r.Body.CodError == nil || *r.Body.CodError != int(erp.CodeUnavailable) || !strings.Contains(r.Raw, want) {
-			t.Fatalf("slow read %d: %d %s, want 503 1201 %q", i+1, r.Status, r.Raw, want)
+		if r := send(t, e.h, "executequery", batch); !refused(r, erp.CodeUnavailable, still) {
+			t.Fatalf("slow batch %d: %d %.300s, want 503 1201 %q", i+1, r.status, r.body, still)
 		}
-	}
-	warm()
-	if r := e.post(t, path("demo", "executequery"), terceros); r.Status != 200 {
-		t.Fatalf("a short read after the slow ones: %d %s", r.Status, r.Raw)
 	}
 	if strings.Contains(e.log.String(), "breaker opened") {
 		t.Fatalf("the slow link opened the breaker:\n%s", e.log)
+	}
+
+	// The same batches, Firebird frozen a quarter of a second into each.
+	e = newLinked()
+	for i := range 3 {
+		var wg sync.WaitGroup
+		var r sent
+		wg.Go(func() { r = send(t, e.h, "executequery", batch) })
+		time.Sleep(250 * time.Millisecond)
+		thaw := fbtest.Freeze(t)
+		wg.Wait()
+		thaw()
+		if !refused(r, erp.CodeUnavailable, "did not run the batch within") {
+			t.Fatalf("batch %d through a database that fell silent: %d %.300s", i+1, r.status, r.body)
+		}
+	}
+	if r := send(t, e.h, "executequery", batch); !refused(r, erp.CodePaused, "paused") {
+		t.Fatalf("after three batches through a silent database: %d %.300s, want 1205", r.status, r.body)
 	}
 }

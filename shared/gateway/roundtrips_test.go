@@ -105,8 +105,8 @@ func TestRoundTrips(t *testing.T) {
 	readBatch := per(n, func(int) { post("executequery", "", "["+referencia+","+referencia+","+referencia+"]") }, true)
 	// The health check describes the catalog's procedures on an
 	// attachment of its own, in queries whose number does not grow with
-	// the catalog's (256 round trips when each procedure had its own). The
-	// link may also see that attachment's detach, sent after the answer.
+	// the catalog's. The link may also see that attachment's detach, sent
+	// after the answer.
 	health := per(1, func(int) {
 		req := httptest.NewRequest(http.MethodGet, "/demo/health", nil)
 		req.Header.Set("Authorization", "Bearer "+token)

@@ -212,13 +212,22 @@ func (h *Handler) breaker(ctx context.Context, t erp.Target, call func(context.C
 			h.log.WarnContext(ctx, "breaker opened: calls to the instance paused", "instance", t.Instance)
 		}
 	}()
-	var lastWord atomic.Int64 // when the database last spoke to the call, in Unix nanoseconds
-	err = call(erp.WithHearing(ctx, func() { lastWord.Store(time.Now().UnixNano()) }))
+	// When the database last spoke to the call before its bound ran out,
+	// in Unix nanoseconds: what it says after (a cancel's answer) is not
+	// the call's.
+	bound := began.Add(h.cfg.Timeout)
+	var lastWord atomic.Int64
+	err = call(erp.WithHearing(ctx, func() {
+		if now := time.Now(); now.Before(bound) {
+			lastWord.Store(now.UnixNano())
+		}
+	}))
 	v = h.verdict(err, time.Since(began), h.cfg.Timeout)
-	if v == hung && time.Since(time.Unix(0, lastWord.Load())) < h.breakers.cfg.ProbeSilence {
-		// It was still speaking when the call failed, within the silence
-		// that fails a probe: a slow link or a long answer, which pausing
-		// the instance would not help, not a database that stopped.
+	if v == hung && errors.Is(err, context.DeadlineExceeded) && lastWord.Load() != 0 &&
+		bound.Sub(time.Unix(0, lastWord.Load())) < h.breakers.speakingWithin(h.cfg.Timeout) {
+		// It was still speaking when its time ran out: a slow link or a
+		// long answer, which pausing the instance would not help, not a
+		// database that stopped.
 		v, err = refused, &stillAnswering{err}
 	}
 	return false, err
