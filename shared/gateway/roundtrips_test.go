@@ -31,6 +31,7 @@ func TestRoundTrips(t *testing.T) {
 	cfg := fbtest.Demo(t)
 	setupKeys(t, cfg)
 	setupBlobs(t, cfg)
+	fbtest.CreateList(t, cfg)
 	link := fbtest.NewLink(t, cfg, linkDelay)
 	linked := link.Through(cfg)
 	e := newEnv(t, gateway.Config{}, map[string]any{"demo": tenants.Instance{Connection: linked, Idempotency: true}})
@@ -102,6 +103,9 @@ func TestRoundTrips(t *testing.T) {
 	keyedDocument := per(n, func(i int) {
 		post("execute", fmt.Sprintf("rtd-%d-%d", run, i), order("800000000", "REF0001", "REF0002", "REF0003"))
 	}, true)
+	list := `{"CLAVE":"Get_Lista","N":"5000"}`
+	post("executequery", "", list) // prepared
+	listRead := per(3, func(int) { post("executequery", "", list) }, true)
 	readBatch := per(n, func(int) { post("executequery", "", "["+referencia+","+referencia+","+referencia+"]") }, true)
 	// The health check describes the catalog's procedures on an
 	// attachment of its own, in queries whose number does not grow with
@@ -178,6 +182,7 @@ func TestRoundTrips(t *testing.T) {
 		{"a document: a header and three lines in one batch", document, 0, 2},
 		{"the same under an Idempotency-Key", keyedDocument, 0, 2},
 		{"three reads in one batch (one snapshot)", readBatch, 0, 4},
+		{"5,000 rows of a price list (Get_Lista)", listRead, 0, 10},
 		{fmt.Sprintf("a health check of %d operations (its own connect)", len(testOperations())), health, 0, 22},
 	}
 	t.Logf("round trips per operation, medians of %d (link: %s each way; raw: the driver's prepared statement on a warm connection)", n, linkDelay)

@@ -60,8 +60,12 @@ const (
 
 	// fetchRowBatchSize is the row count opFetch requests per op_fetch call.
 	// opFetchResponse caps its pre-allocation hint at this value; a well-behaved
-	// server never returns more rows than the driver asked for.
-	fetchRowBatchSize = 400
+	// server never returns more rows than the driver asked for. Firebird 3
+	// caps the rows of one answer itself (measured: about 1,250 of seven
+	// short columns, 600 of a wider list, whether 4,000 or 16,000 are
+	// asked): asking for 2,000 lets it send its most, where 400 cost a long
+	// read twice the round trips; a short read's answer is the same.
+	fetchRowBatchSize = 2000
 
 	// describeBufferLen is the answer a prepare, or a describe's
 	// continuation, asks for: the statement's type and both its
