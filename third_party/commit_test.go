@@ -59,7 +59,7 @@ func TestCommitWithTheStatement(t *testing.T) {
 		// A write whose commit the database refuses (TEST_REFUSE_COMMIT).
 		"commit refused": "EXECUTE BLOCK (K VARCHAR(255) = ?) RETURNS (N INTEGER) AS BEGIN " + insert + " N = RDB$SET_CONTEXT('USER_TRANSACTION', 'REFUSE_COMMIT', '1'); SUSPEND; END",
 		// 500 rows, then the work.
-		"long": "EXECUTE BLOCK (K VARCHAR(255) = ?) RETURNS (N INTEGER) AS BEGIN N = 0; WHILE (N < 500) DO BEGIN N = N + 1; SUSPEND; END " + insert + " END",
+		"long": "EXECUTE BLOCK (K VARCHAR(255) = ?) RETURNS (N INTEGER) AS BEGIN N = 0; WHILE (N < 5000) DO BEGIN N = N + 1; SUSPEND; END " + insert + " END",
 	}
 	err = conn.Raw(func(dc any) error {
 		fc := dc.(driverConn)
