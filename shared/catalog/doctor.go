@@ -12,7 +12,7 @@ import (
 type Procedure struct {
 	Name       string
 	Exists     bool
-	Selectable bool // has SUSPEND: SELECT * FROM it returns its rows
+	Selectable bool // has SUSPEND: SELECT * FROM it returns its rows; without, EXECUTE PROCEDURE its one row
 	// Executable: the user may EXECUTE it (granted to the user, PUBLIC or
 	// the user's role, or the user owns it).
 	Executable bool
@@ -193,8 +193,9 @@ func (op *Operation) Diagnose(db map[string]Procedure, user string) []Finding {
 	if !p.Executable {
 		add(true, "%s (%s): the gateway's user may not execute it (GRANT EXECUTE ON PROCEDURE %s TO %s)", p.Name, op.Clave, p.Name, cmp.Or(strings.ToUpper(user), "<user>"))
 	}
-	if op.Endpoint == ExecuteQuery && !p.Selectable {
-		add(true, "%s (%s): a read, but the procedure has no SUSPEND and returns no rows to SELECT", p.Name, op.Clave)
+	if op.Endpoint == ExecuteQuery && len(p.Outputs) == 0 {
+		// One without SUSPEND is read by EXECUTE PROCEDURE: its one row.
+		add(true, "%s (%s): a read, but the procedure returns no values", p.Name, op.Clave)
 	}
 	if op.Endpoint == Execute && p.Selectable && len(p.Outputs) == 0 {
 		add(true, "%s (%s): it has SUSPEND but returns no values, so nothing can SELECT it, and EXECUTE PROCEDURE would end it at its first SUSPEND, a write cut short: the gateway refuses to run it (declare an output, or drop the SUSPEND)", p.Name, op.Clave)

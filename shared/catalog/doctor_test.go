@@ -37,7 +37,7 @@ func TestDiagnoseNamesTheParametersACountDiffersBy(t *testing.T) {
 	}
 	read := func(params []Param, inputs []DBParam) compared {
 		return compared{Operation{Clave: "Get_X", Endpoint: ExecuteQuery, Procedure: "P", Params: params},
-			map[string]Procedure{"P": {Name: "P", Exists: true, Selectable: true, Executable: true, Inputs: inputs}}}
+			map[string]Procedure{"P": {Name: "P", Exists: true, Selectable: true, Executable: true, Inputs: inputs, Outputs: varchar("X")}}}
 	}
 	write := func(readBack Procedure) compared {
 		return compared{Operation{Clave: "Set_X", Endpoint: Execute, Procedure: "W", Params: text("CODIGO"), ReadBack: &ReadBack{Procedure: "R", Params: []string{"CODIGO"}}},

@@ -2,6 +2,7 @@ package firebird
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -55,6 +56,14 @@ func (s *Session) readQuery(ctx context.Context, procedure string, nargs int) (s
 		return text, nil
 	}
 	st, err := s.prepare(ctx, plain)
+	var fb *firebirdsql.FbError
+	if errors.As(err, &fb) && hasCode(fb, []int{firebirdsql.ISCIllegalPrcType}) {
+		// Not selectable (no SUSPEND): EXECUTE PROCEDURE answers its one
+		// row of outputs, as a write's does.
+		text := "EXECUTE PROCEDURE " + procedure + placeholders(nargs)
+		s.conn.reads[plain] = text
+		return text, nil
+	}
 	if err != nil {
 		return "", err
 	}

@@ -146,7 +146,15 @@ func (rows *firebirdsqlRows) Next(dest []driver.Value) (err error) {
 						}
 						return
 					}
+					// A text BLOB is a string, as a fetched row's is.
 					dest[i] = blob
+					if rows.stmt.resultXsqlda[i].sqlsubtype == 1 {
+						if s, ok := decodeCharset(blob, rows.stmt.fc.wp.charset); ok {
+							dest[i] = s
+						} else {
+							dest[i] = string(blob)
+						}
+					}
 				} else {
 					dest[i] = v
 				}

@@ -1,0 +1,53 @@
+package gateway_test
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/erp-gateway/gateway/shared/access"
+	"github.com/erp-gateway/gateway/shared/catalog"
+	"github.com/erp-gateway/gateway/shared/fbtest"
+	"github.com/erp-gateway/gateway/shared/gateway"
+)
+
+// TestAReadWithoutSuspend: a read whose procedure has no SUSPEND (an ERP
+// may write its lookups so: outputs set, and returned once) answers its one
+// row, as EXECUTE PROCEDURE gives it, alone and in a batch, its refusal as
+// any procedure's; the health check finds nothing wrong with it.
+func TestAReadWithoutSuspend(t *testing.T) {
+	cfg := fbtest.Demo(t)
+	fbtest.Setup(t, cfg,
+		`CREATE OR ALTER PROCEDURE REST_TEST_SALDO (P_CODIGO VARCHAR(20)) RETURNS (CODIGO VARCHAR(20), SALDO NUMERIC(15,2), NOTA BLOB SUB_TYPE TEXT) AS BEGIN
+			IF (P_CODIGO = 'NO') THEN EXCEPTION REST_ERROR '***EL SALDO ' || P_CODIGO || ' NO EXISTE***';
+			CODIGO = P_CODIGO; SALDO = 12.5; NOTA = 'línea ' || P_CODIGO;
+		END`,
+		`GRANT USAGE ON EXCEPTION REST_ERROR TO PROCEDURE REST_TEST_SALDO`,
+		`GRANT EXECUTE ON PROCEDURE REST_TEST_SALDO TO GATEWAY`)
+	cat, err := catalog.New(append(catalog.DefaultOperations(), catalog.Operation{Clave: "Get_Saldo", Endpoint: catalog.ExecuteQuery,
+		Procedure: "REST_TEST_SALDO", Params: []catalog.Param{{Name: "CODIGO", MaxLen: 20, Required: true}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := demoEnv(t, gateway.Config{})
+	h := gateway.New(gateway.Config{}, cat, access.Static(e.acc.Document), e.src, e.db, slog.New(slog.DiscardHandler))
+	saldo := func(code string) string { return `{"CLAVE":"Get_Saldo","CODIGO":"` + code + `"}` }
+	answer := func(code string) string {
+		return `{"cod_error":0,"data":[{"CODIGO":"` + code + `","SALDO":12.50,"NOTA":"línea ` + code + `"}]}`
+	}
+	for _, code := range []string{"A1", "B2"} { // the connection's first read, then its prepared one
+		if r := do(t, h, http.MethodPost, path("demo", "executequery"), saldo(code)); r.Status != 200 || r.Raw != answer(code) {
+			t.Fatalf("%s: %d %s", code, r.Status, r.Raw)
+		}
+	}
+	if r := do(t, h, http.MethodPost, path("demo", "executequery"), saldo("NO")); r.Status != 200 || r.Body.ExExecSQL == nil || !strings.Contains(*r.Body.ExExecSQL, "***EL SALDO NO NO EXISTE***") {
+		t.Fatalf("refused: %d %s", r.Status, r.Raw)
+	}
+	if r := send(t, h, "executequery", "["+saldo("C3")+","+saldo("D4")+"]"); r.status != 200 || r.body != "["+answer("C3")+","+answer("D4")+"]" {
+		t.Fatalf("in a batch: %d %s", r.status, r.body)
+	}
+	if r := do(t, h, http.MethodGet, "/demo/health", ""); r.Status != 200 || r.Raw != `{"cod_error":0,"status":"ok"}` {
+		t.Fatalf("health: %d %s", r.Status, r.Raw)
+	}
+}
