@@ -52,15 +52,16 @@ func describeSome(ctx context.Context, tx *sql.Tx, names []string, out map[strin
 	for i, n := range names {
 		upper[i] = strings.ToUpper(n)
 	}
-	procs, err := heads(ctx, tx, upper)
+	q := txQuerier(tx)
+	procs, err := heads(ctx, q, upper)
 	if err != nil {
 		return fmt.Errorf("describing procedures: %w", err)
 	}
-	sigs, err := signatures(ctx, txQuerier(tx), upper)
+	sigs, err := signatures(ctx, q, upper)
 	if err != nil {
 		return fmt.Errorf("describing parameters: %w", err)
 	}
-	ungranted, err := ungrantedExceptions(ctx, tx, upper)
+	ungranted, err := ungrantedExceptions(ctx, q, upper)
 	if err != nil {
 		return fmt.Errorf("describing exceptions: %w", err)
 	}
@@ -184,31 +185,23 @@ func column(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]strin
 // heads says, of each named procedure that exists, whether it is
 // selectable and whether the user may execute it (granted to the user,
 // PUBLIC or the user's role, or the user owns it).
-func heads(ctx context.Context, tx *sql.Tx, names []string) (map[string]catalog.Procedure, error) {
-	tally.Add(ctx, tally.StatementPrepares) // database/sql prepares each query
-	rows, err := tx.QueryContext(ctx, `
+func heads(ctx context.Context, q querier, names []string) (map[string]catalog.Procedure, error) {
+	out := make(map[string]catalog.Procedure, len(names))
+	err := q(ctx, `
 		SELECT TRIM(p.RDB$PROCEDURE_NAME), COALESCE(p.RDB$PROCEDURE_TYPE, 0),
 			TRIM(p.RDB$OWNER_NAME) = TRIM(CURRENT_USER) OR CURRENT_USER = 'SYSDBA' OR EXISTS (
 				SELECT 1 FROM RDB$USER_PRIVILEGES u
 				WHERE u.RDB$RELATION_NAME = p.RDB$PROCEDURE_NAME AND u.RDB$OBJECT_TYPE = 5 AND u.RDB$PRIVILEGE = 'X'
 				  AND (u.RDB$USER = CURRENT_USER OR u.RDB$USER = 'PUBLIC' OR u.RDB$USER = CURRENT_ROLE))
 		FROM RDB$PROCEDURES p
-		WHERE p.RDB$PROCEDURE_NAME IN `+placeholders(len(names))+` AND p.RDB$PACKAGE_NAME IS NULL`, anys(names)...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := make(map[string]catalog.Procedure, len(names))
-	for rows.Next() {
-		var name string
-		var typ int
-		var executable bool
-		if err := rows.Scan(&name, &typ, &executable); err != nil {
-			return nil, err
-		}
+		WHERE p.RDB$PROCEDURE_NAME IN `+placeholders(len(names))+` AND p.RDB$PACKAGE_NAME IS NULL`, anys(names), func(v []driver.Value) error {
+		name, _ := v[0].(string)
+		typ, _ := v[1].(int64)
+		executable, _ := v[2].(bool)
 		out[name] = catalog.Procedure{Name: name, Exists: true, Selectable: typ == 1, Executable: executable}
-	}
-	return out, rows.Err()
+		return nil
+	})
+	return out, err
 }
 
 // anys is names as a query's arguments.
@@ -222,28 +215,21 @@ func anys(names []string) []any {
 
 // ungrantedExceptions lists, per named procedure, the exceptions it raises
 // without USAGE on them granted to it, the user or PUBLIC.
-func ungrantedExceptions(ctx context.Context, tx *sql.Tx, names []string) (map[string][]string, error) {
-	tally.Add(ctx, tally.StatementPrepares) // database/sql prepares each query
-	rows, err := tx.QueryContext(ctx, `
+func ungrantedExceptions(ctx context.Context, q querier, names []string) (map[string][]string, error) {
+	out := make(map[string][]string)
+	err := q(ctx, `
 		SELECT DISTINCT TRIM(d.RDB$DEPENDENT_NAME), TRIM(d.RDB$DEPENDED_ON_NAME) FROM RDB$DEPENDENCIES d
 		WHERE d.RDB$DEPENDENT_NAME IN `+placeholders(len(names))+` AND d.RDB$DEPENDENT_TYPE = 5 AND d.RDB$DEPENDED_ON_TYPE = 7
 		  AND NOT EXISTS (SELECT 1 FROM RDB$USER_PRIVILEGES u
 		    WHERE u.RDB$RELATION_NAME = d.RDB$DEPENDED_ON_NAME AND u.RDB$PRIVILEGE = 'G'
 		      AND (u.RDB$USER = d.RDB$DEPENDENT_NAME OR u.RDB$USER = CURRENT_USER OR u.RDB$USER = 'PUBLIC'))
-		ORDER BY 1, 2`, anys(names)...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := make(map[string][]string)
-	for rows.Next() {
-		var proc, exc string
-		if err := rows.Scan(&proc, &exc); err != nil {
-			return nil, err
-		}
+		ORDER BY 1, 2`, anys(names), func(v []driver.Value) error {
+		proc, _ := v[0].(string)
+		exc, _ := v[1].(string)
 		out[proc] = append(out[proc], exc)
-	}
-	return out, rows.Err()
+		return nil
+	})
+	return out, err
 }
 
 // Describe is the package's Describe for an instance the pools serve, on

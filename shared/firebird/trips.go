@@ -62,23 +62,17 @@ func (w *wire) Trips() int64 { return w.trips.Load() }
 // every other. release ends the watch before the wire goes back to its
 // pool, and reports whether it closed the socket: the connection is then
 // broken. It costs no goroutine: the call runs on its caller's. A ctx
-// erp.WithHearing is told each time the server speaks until release or the
-// end of ctx: what the server says after (a cancel's answer) is not the
-// call's.
+// erp.WithHearing is told each time the server speaks until release.
 func (w *wire) watch(ctx context.Context) (release func() (closed bool)) {
 	unhear := func() {}
 	if heard := erp.Hearing(ctx); heard != nil {
-		// Swapped back only while still this call's: the end of ctx may
-		// unhear late, when the wire already serves the next call.
-		mine := &heard
-		prev := w.heard.Swap(mine)
-		unhear = func() { w.heard.CompareAndSwap(mine, prev) }
+		prev := w.heard.Swap(&heard)
+		unhear = func() { w.heard.Store(prev) }
 	}
 	var mu sync.Mutex
 	var timer *time.Timer
 	released, closed := false, false
 	stop := context.AfterFunc(ctx, func() {
-		unhear()
 		mu.Lock()
 		defer mu.Unlock()
 		if released {

@@ -214,8 +214,12 @@ func (h *Handler) breaker(ctx context.Context, t erp.Target, call func(context.C
 	}()
 	// When the database last spoke to the call before its bound ran out,
 	// in Unix nanoseconds: what it says after (a cancel's answer) is not
-	// the call's.
+	// the call's. The bound is the sooner of the call's deadline and the
+	// time the verdict weighs it against.
 	bound := began.Add(h.cfg.Timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(bound) {
+		bound = d
+	}
 	var lastWord atomic.Int64
 	err = call(erp.WithHearing(ctx, func() {
 		if now := time.Now(); now.Before(bound) {
