@@ -1,6 +1,7 @@
 package fbtest
 
 import (
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,9 @@ type CommitCutter struct {
 	armed atomic.Bool
 	after atomic.Bool // forward the send before cutting
 	cut   atomic.Int32
+	// silentUntil (Unix nanoseconds): the cut flow, and every flow opened
+	// before it, goes silent instead of closing (ArmSilent).
+	silentUntil atomic.Int64
 }
 
 func CutCommits(t testing.TB, target string) *CommitCutter {
@@ -42,6 +46,11 @@ func CutCommits(t testing.TB, target string) *CommitCutter {
 		mu.Lock()
 		conns = append(conns, client, server)
 		mu.Unlock()
+		if c.silent() {
+			// Born while the link is silent: nothing of it arrives.
+			go io.Copy(io.Discard, client) //nolint:errcheck // a black hole
+			return
+		}
 		mute := &atomic.Bool{}
 		go toClient(client, server, mute)
 		go c.toServer(client, server, mute)
@@ -97,6 +106,10 @@ func (c *CommitCutter) toServer(client, server net.Conn, mute *atomic.Bool) {
 					server.Write(buf[:n]) //nolint:errcheck // cut right after
 					time.Sleep(100 * time.Millisecond)
 				}
+				if c.silent() {
+					// Neither end learns of the cut.
+					io.Copy(io.Discard, client) //nolint:errcheck // a black hole
+				}
 				return
 			}
 			if _, err := server.Write(buf[:n]); err != nil {
@@ -119,6 +132,16 @@ func (c *CommitCutter) Arm(after bool) {
 	c.after.Store(after)
 	c.armed.Store(true)
 }
+
+// ArmSilent makes the cutter cut at the next send after forwarding it, as
+// Arm(true), but silently, as a link that drops its flows does: neither end
+// is closed, and every flow opened within hold is silent too.
+func (c *CommitCutter) ArmSilent(hold time.Duration) {
+	c.silentUntil.Store(time.Now().Add(hold).UnixNano())
+	c.Arm(true)
+}
+
+func (c *CommitCutter) silent() bool { return time.Now().UnixNano() < c.silentUntil.Load() }
 
 // Cuts is how many commits were cut.
 func (c *CommitCutter) Cuts() int { return int(c.cut.Load()) }

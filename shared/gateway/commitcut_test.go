@@ -67,3 +67,49 @@ func TestKeyResolvesACommitWhoseAnswerWasLost(t *testing.T) {
 	}
 	assertNoOpenWrites(t, admin)
 }
+
+// TestKeyedCommitLostSilently: a keyed write whose commit reached the
+// server while the link went silent (its answer lost, and every new
+// connection too, so the key's probe cannot tell) answers 1204, "send it
+// again with the same key", never 1201 "nothing was written": it was.
+// Sent again once the link is back, the key replays it.
+func TestKeyedCommitLostSilently(t *testing.T) {
+	cfg := fbtest.Demo(t)
+	admin := setupKeys(t, cfg)
+	cut := fbtest.CutCommits(t, fmt.Sprintf("%s:%d", cfg.Host, 3050))
+	through := cfg
+	through.Host, through.Port = "127.0.0.1", cut.Port()
+	const timeout = 3 * time.Second
+	e := newEnv(t, gateway.Config{Timeout: timeout, BatchTimeout: timeout},
+		map[string]any{"demo": tenants.Instance{Connection: through, Idempotency: true}})
+	token := fbtest.Token(t, e.acc, "demo")
+	code := fmt.Sprintf("S%d", time.Now().UnixNano()%1e12)
+	if r := postKeyed(t, e.h, token, "warm-"+code, pago("W"+code, 1)); r.status != 200 {
+		t.Fatalf("warm-up: %+v\n%s", r, e.log.String())
+	}
+	const hold = 5 * time.Second
+	cut.ArmSilent(hold)
+	first := postKeyed(t, e.h, token, "pay-"+code, pago(code, 1))
+	if first.status != 503 || !strings.Contains(first.body, fmt.Sprintf(`"cod_error":%d`, erp.CodeOutcomeUnknown)) || !strings.Contains(first.body, "same Idempotency-Key") {
+		t.Fatalf("commit sent, link silent: %+v\n%s", first, e.log.String())
+	}
+	if n := payments(t, admin, code); n != 1 {
+		t.Fatalf("%d payments after the cut, want 1 (the commit reached the server)", n)
+	}
+	time.Sleep(hold)
+	want := `{"cod_error":0,"data":[{"CODIGO":"` + code + `","VECES":1}]}`
+	var again keyed
+	for range 50 { // until the pool has let its silent connection go
+		if again = postKeyed(t, e.h, token, "pay-"+code, pago(code, 1)); again.status != 409 && again.status != 503 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if again.status != 200 || again.body != want || again.replayed != "true" {
+		t.Fatalf("sent again: %+v, want %s replayed", again, want)
+	}
+	if n := payments(t, admin, code); n != 1 {
+		t.Fatalf("%d payments, want exactly 1", n)
+	}
+	assertNoOpenWrites(t, admin)
+}

@@ -110,14 +110,23 @@ func (d *Database) Run(ctx context.Context, t erp.Target, q *calls.Sequence, k *
 			// It never had a connection: nothing ran, nothing to find out.
 			return ran, err
 		case err != nil && wait.Err() != nil && ctx.Err() == nil:
-			return outwaited, nil
+			return outwaited, err
 		}
 		return ran, err
 	}
 	for attempt := 0; ; attempt++ {
 		got, err := run(ctx)
 		if got == outwaited {
+			var unknown error
+			if errors.Is(err, erp.ErrOutcomeUnknown) {
+				unknown = err
+			}
 			got, err = d.probe(ctx, t, *k)
+			if got == ran && unknown != nil {
+				// The probe could not tell, and the commit was sent:
+				// its outcome stays unknown, never "nothing written".
+				err = fmt.Errorf("%w (the key's probe: %v)", unknown, err)
+			}
 		}
 		switch got {
 		case ran:
