@@ -113,6 +113,36 @@ func TestBreakerPausesAHangingInstanceOnly(t *testing.T) {
 	}
 }
 
+// TestHealthChecksOfAHungDatabaseCount: a monitor polling /health while
+// the database hangs must not keep the breaker shut. A health check that
+// spent its deadline waiting for the description counts as a hung call, so
+// three of them open the breaker as three calls do, and the next read is
+// refused at once.
+func TestHealthChecksOfAHungDatabaseCount(t *testing.T) {
+	const timeout = 400 * time.Millisecond
+	proxy := newProxy(t, "127.0.0.1:3050")
+	cfg := fbtest.Demo(t)
+	cfg.Port = proxy.port()
+	e := newEnv(t, gateway.Config{Timeout: timeout, Breaker: gateway.BreakerConfig{Failures: 3, CoolDown: 30 * time.Second}},
+		map[string]any{"a": anonymous(cfg)})
+	read := `{"CLAVE":"Get_Terceros","CODIGO":"800000000"}`
+	if r := e.post(t, path("a", "executequery"), read); r.Status != 200 {
+		t.Fatalf("well: %d %s", r.Status, r.Raw)
+	}
+	proxy.hang(true)
+	for i := range 3 {
+		r := do(t, e.h, http.MethodGet, "/a/health", "")
+		if r.Status != 503 || r.Body.CodError == nil || *r.Body.CodError != int(erp.CodeUnavailable) {
+			t.Fatalf("health %d of a hung database: %d %s", i+1, r.Status, r.Raw)
+		}
+	}
+	start := time.Now()
+	r := e.post(t, path("a", "executequery"), read)
+	if r.Status != 503 || r.Body.CodError == nil || *r.Body.CodError != int(erp.CodePaused) || time.Since(start) > timeout/2 {
+		t.Fatalf("a read after three hung health checks: %d %s in %s, want 1205 at once\n%s", r.Status, r.Raw, time.Since(start), e.log)
+	}
+}
+
 // TestRestartsAreNotLengthened: a refused connection costs nothing to try
 // again, so a Firebird restart never opens the breaker. Under 8 reading
 // clients no answer is paused and the first 200 comes soon after Firebird
