@@ -97,8 +97,13 @@ func (s *Session) Write(ctx context.Context, name string, w calls.Write, parts f
 // idle may have been cut, or its server restarted, unseen).
 const freshFor = 5 * time.Second
 
-// fresh reports whether the session's connection answered within freshFor.
-func (s *Session) fresh() bool { return since(s.conn.used) < freshFor }
+// fresh reports whether the session's connection answered within freshFor
+// and its socket has not been closed since: a server restarted or a DBA's
+// kill a moment ago then costs the write its block's send, which fails
+// before its commit was sent, and the write runs again on a fresh
+// connection, where a commit sent with it would have left its outcome
+// unknown.
+func (s *Session) fresh() bool { return since(s.conn.used) < freshFor && s.conn.wire.quiet() }
 
 // errManyRows: a one-row block's answer had a second row, and the block
 // failed, everything undone (WriteBlock): the call runs again, its

@@ -113,3 +113,34 @@ func TestKeyedCommitLostSilently(t *testing.T) {
 	}
 	assertNoOpenWrites(t, admin)
 }
+
+// TestAWriteAfterARestartRunsAgain: a write on a connection whose server
+// restarted a moment after its last answer runs again on a fresh
+// connection and is answered, keyed or not, where its commit sent with its
+// block would have answered 1204 with nothing written: the socket the
+// server closed is seen before anything is sent on it.
+func TestAWriteAfterARestartRunsAgain(t *testing.T) {
+	cfg := fbtest.Demo(t)
+	admin := setupKeys(t, cfg)
+	e := newEnv(t, gateway.Config{}, map[string]any{"demo": tenants.Instance{Connection: cfg, Idempotency: true}})
+	token := fbtest.Token(t, e.acc, "demo")
+	for _, key := range []string{"", "restart"} {
+		code := fmt.Sprintf("R%d", time.Now().UnixNano()%1e12)
+		if r := postKeyed(t, e.h, token, "", pago("W"+code, 1)); r.status != 200 {
+			t.Fatalf("warm-up: %+v\n%s", r, e.log.String())
+		}
+		fbtest.KillFirebird(t)
+		fbtest.WaitForFirebird(t, admin)
+		k := ""
+		if key != "" {
+			k = key + "-" + code
+		}
+		want := `{"cod_error":0,"data":[{"CODIGO":"` + code + `","VECES":1}]}`
+		if r := postKeyed(t, e.h, token, k, pago(code, 1)); r.status != 200 || r.body != want {
+			t.Fatalf("write after the restart (key %q): %+v\n%s", k, r, e.log.String())
+		}
+		if n := payments(t, admin, code); n != 1 {
+			t.Fatalf("%d payments, want 1", n)
+		}
+	}
+}
