@@ -26,7 +26,7 @@ func TestInlineSelect(t *testing.T) {
 		hasNot []string
 	}{
 		{"text and binary, UTF8", []firebirdsql.ColumnType{code, text("NOTA", 4), binary}, true, true,
-			[]string{`CAST("NOTA" AS VARCHAR(7984) CHARACTER SET UTF8) END AS "NOTA"`, `CAST("FOTO" AS VARCHAR(31936) CHARACTER SET OCTETS)`, `THEN "NOTA" END AS GATEWAY$LONG`}, nil},
+			[]string{`CAST("NOTA" AS VARCHAR(5984) CHARACTER SET UTF8) END AS "NOTA"`, `CAST("FOTO" AS VARCHAR(23936) CHARACTER SET OCTETS)`, `THEN "NOTA" END AS GATEWAY$LONG`}, nil},
 		{"text on a connection not in UTF8", []firebirdsql.ColumnType{code, text("NOTA", 53), binary}, false, true,
 			[]string{`SELECT "CODIGO", "NOTA", CASE`, `CAST("FOTO" AS VARCHAR(32765) CHARACTER SET OCTETS)`}, []string{`CAST("NOTA"`}},
 		{"text in NONE or OCTETS", []firebirdsql.ColumnType{text("N", 0), text("O", 1)}, true, false, nil, nil},

@@ -26,10 +26,13 @@ import (
 const longColumn = "GATEWAY$LONG"
 
 const (
-	// rowMessageMax is what the row's message may take: the server refuses
-	// a message past 64 KB, so the inline BLOBs share what the other
-	// columns leave of it.
-	rowMessageMax = 64000
+	// rowMessageMax is what the row's message may take; the inline BLOBs
+	// share what the other columns leave of it. The server refuses a
+	// message past 64 KB, and one near that costs it more per row: a
+	// one-row read of Get_Referencias (two BLOBs) took Firebird 0.21 ms of
+	// CPU with 64,000 bytes, 0.15 ms with 48,000, 32,000 or 16,000
+	// (infra/docs/measurements.md).
+	rowMessageMax = 48000
 	// varcharMax is the longest VARCHAR, in bytes.
 	varcharMax = 32765
 	// inlineLeast: a BLOB column with less room in the row is read as a BLOB.
