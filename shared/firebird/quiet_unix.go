@@ -1,4 +1,4 @@
-//go:build unix
+//go:build unix && !aix
 
 package firebird
 
@@ -8,10 +8,11 @@ import (
 )
 
 // quiet reports whether the wire's socket is open with nothing waiting to
-// be read, as it is between calls: not when the server closed or reset it
-// (a restart, a DBA's kill) or sent what nobody asked for. It peeks without
-// waiting, one system call (go-sql-driver/mysql checks a pooled connection
-// so).
+// be read, as it is between calls (the driver's deferred answers are read
+// before the next request's): not when the server closed or reset it (a
+// restart) or sent what nobody asked for. It peeks without waiting, one
+// system call (go-sql-driver/mysql checks a pooled connection so). A DBA's
+// kill is not seen: Firebird closes that socket at the next request.
 func (w *wire) quiet() bool {
 	sc, ok := w.Conn.(syscall.Conn)
 	if !ok {

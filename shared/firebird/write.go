@@ -57,7 +57,6 @@ func (s *Session) Write(ctx context.Context, name string, w calls.Write, parts f
 	if many {
 		form += " rows"
 	}
-	fresh := s.fresh()
 	var last []driver.Value
 	err := s.block(ctx, form, procs, func(sigs map[string]catalog.Procedure) block {
 		var p calls.Parts
@@ -71,7 +70,7 @@ func (s *Session) Write(ctx context.Context, name string, w calls.Write, parts f
 		b.oneRow = b.oneRow && !many && (parts == nil || p.KeepsOneRow)
 		return b
 	}, func(b block) (err error) {
-		last, err = s.Query(ctx, b.text, argv, out, b.hidden, w.Last && b.oneRow && fresh && out.Holds(b.row))
+		last, err = s.Query(ctx, b.text, argv, out, b.hidden, w.Last && b.oneRow && out.Holds(b.row) && s.fresh())
 		return err
 	})
 	err = unblock(err)
@@ -98,11 +97,10 @@ func (s *Session) Write(ctx context.Context, name string, w calls.Write, parts f
 const freshFor = 5 * time.Second
 
 // fresh reports whether the session's connection answered within freshFor
-// and its socket has not been closed since: a server restarted or a DBA's
-// kill a moment ago then costs the write its block's send, which fails
-// before its commit was sent, and the write runs again on a fresh
-// connection, where a commit sent with it would have left its outcome
-// unknown.
+// and its socket has not been closed since: a server restarted a moment
+// ago then costs the write its block's send, which fails before its commit
+// was sent, and the write runs again on a fresh connection, where a commit
+// sent with it would have left its outcome unknown.
 func (s *Session) fresh() bool { return since(s.conn.used) < freshFor && s.conn.wire.quiet() }
 
 // errManyRows: a one-row block's answer had a second row, and the block
