@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -95,6 +96,12 @@ func (h *Handler) describe(ctx context.Context, t erp.Target, maxAge time.Durati
 		procs, needs, err := d.Describe(ctx, t, h.catalog.Procedures(), keys)
 		return said{procs: procs, keys: keys, needs: needs}, err
 	})
+	if err != nil && erp.FaultOf(err) == nil && errors.Is(err, context.DeadlineExceeded) {
+		// The wait for the reading ran out, not the reading: the database
+		// did not give it in time, which the breaker counts as it counts
+		// the reading's own failure.
+		err = fmt.Errorf("%w: waiting for the description: %w", erp.ErrUnavailable, err)
+	}
 	return got, mine.Load(), err
 }
 

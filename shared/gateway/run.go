@@ -260,10 +260,6 @@ func (h *Handler) verdict(err error, took, limit time.Duration) verdict {
 		// cancelled, or waited for a connection others held): a call that
 		// counts for nothing, where "answered" would close the breaker.
 		return refused
-	case f == nil && errors.Is(err, context.DeadlineExceeded):
-		// Its time ran out with no word of the database's (a health check
-		// waiting for a description the database never gave, say).
-		return hung
 	case f == nil || !f.Down:
 		return answered
 	case errors.Is(err, context.DeadlineExceeded) || took >= limit/2:
