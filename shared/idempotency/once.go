@@ -116,8 +116,8 @@ func (d *Database) Run(ctx context.Context, t erp.Target, q *calls.Sequence, k *
 	}
 	for attempt := 0; ; attempt++ {
 		got, err := run(ctx)
+		var unknown error // the run's failure, when its commit was sent
 		if got == outwaited {
-			var unknown error
 			if errors.Is(err, erp.ErrOutcomeUnknown) {
 				unknown = err
 			}
@@ -125,6 +125,8 @@ func (d *Database) Run(ctx context.Context, t erp.Target, q *calls.Sequence, k *
 			if got == ran && unknown != nil {
 				// The probe could not tell, and the commit was sent:
 				// its outcome stays unknown, never "nothing written".
+				// (Its failure is in the text only: the outcome is
+				// what the client acts on.)
 				err = fmt.Errorf("%w (the key's probe: %v)", unknown, err)
 			}
 		}
@@ -145,6 +147,10 @@ func (d *Database) Run(ctx context.Context, t erp.Target, q *calls.Sequence, k *
 		}
 		fingerprint, kept, ok, expired, err := d.kept(ctx, t, *k)
 		switch {
+		case err != nil && unknown != nil:
+			// Taken, perhaps by this request's own commit, and its answer
+			// cannot be read: the outcome stays unknown.
+			return nil, false, fmt.Errorf("%w (reading the key: %v)", unknown, err)
 		case err != nil:
 			return nil, false, err
 		case expired && attempt < 2:
