@@ -177,7 +177,11 @@ var errNotThroughDatabaseSQL = errors.New("firebird: statements run through Pool
 // it (orphans.go).
 func (c *conn) Close() error {
 	lost := !c.IsValid()
-	c.wire.Close()  //nolint:errcheck // closing is the point; the driver's Close reports
+	if lost {
+		c.wire.abort() //nolint:errcheck // closing is the point
+	} else {
+		c.wire.Close() //nolint:errcheck // closing is the point; the driver's Close reports
+	}
 	c.inner.Close() //nolint:errcheck // it fails on the closed socket, as meant
 	if lost && c.abandon != nil {
 		c.abandon(c.id)

@@ -51,6 +51,17 @@ func (w *wire) Write(p []byte) (int, error) {
 	return w.Conn.Write(p)
 }
 
+// abort closes the socket with what it has not delivered discarded (a
+// reset, not a close): a call given up on a silent link must not reach the
+// server when the link comes back, minutes later, by the kernel's
+// retransmissions, after its caller was answered.
+func (w *wire) abort() error {
+	if tc, ok := w.Conn.(*net.TCPConn); ok {
+		tc.SetLinger(0) //nolint:errcheck // the close still closes
+	}
+	return w.Conn.Close()
+}
+
 // Trips is how many round trips the attachment made since it was dialed.
 func (w *wire) Trips() int64 { return w.trips.Load() }
 
@@ -83,7 +94,7 @@ func (w *wire) watch(ctx context.Context) (release func() (closed bool)) {
 			defer mu.Unlock()
 			if !released {
 				closed = true
-				w.Conn.Close() //nolint:errcheck // closing is the point
+				w.abort() //nolint:errcheck // closing is the point
 			}
 		})
 	})

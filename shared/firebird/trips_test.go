@@ -2,6 +2,7 @@ package firebird
 
 import (
 	"context"
+	"io"
 	"net"
 	"testing"
 	"time"
@@ -99,5 +100,43 @@ func TestWatchBoundsAWaitByTheContext(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAbortDiscardsWhatWasNotDelivered: a wire given up on (abort) never
+// delivers what the server had not received yet, as a plain close would
+// once the link came back: the server's read ends in a reset, short of
+// what was sent.
+func TestAbortDiscardsWhatWasNotDelivered(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	w, err := dial(context.Background(), "tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	// The server reads nothing yet: the sends queue until the write blocks.
+	w.SetWriteDeadline(time.Now().Add(300 * time.Millisecond)) //nolint:errcheck // the test's socket
+	sent, buf := 0, make([]byte, 64<<10)
+	for {
+		n, err := w.Write(buf)
+		sent += n
+		if err != nil {
+			break
+		}
+	}
+	if err := w.abort(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.Copy(io.Discard, server)
+	if err == nil || got >= int64(sent) {
+		t.Fatalf("the server read %d of %d bytes sent, then %v: want a reset short of them", got, sent, err)
 	}
 }
