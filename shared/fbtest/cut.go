@@ -20,9 +20,9 @@ type CommitCutter struct {
 	armed atomic.Bool
 	after atomic.Bool // forward the send before cutting
 	cut   atomic.Int32
-	// silentUntil (Unix nanoseconds): the cut flow, and every flow opened
-	// before it, goes silent instead of closing (ArmSilent).
-	silentUntil atomic.Int64
+	// hold: the cut makes the link silent this long instead of closing
+	// the flow (ArmSilent); silentUntil (Unix nanoseconds) is until when.
+	hold, silentUntil atomic.Int64
 }
 
 func CutCommits(t testing.TB, target string) *CommitCutter {
@@ -52,7 +52,7 @@ func CutCommits(t testing.TB, target string) *CommitCutter {
 			return
 		}
 		mute := &atomic.Bool{}
-		go toClient(client, server, mute)
+		go c.toClient(client, server, mute)
 		go c.toServer(client, server, mute)
 	})
 	return c
@@ -75,12 +75,13 @@ func proxy(ln net.Listener, target string, serve func(client, server net.Conn)) 
 	}
 }
 
-// toClient forwards the server's answers until mute.
-func toClient(client, server net.Conn, mute *atomic.Bool) {
+// toClient forwards the server's answers until mute, and none while the
+// link is silent.
+func (c *CommitCutter) toClient(client, server net.Conn, mute *atomic.Bool) {
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := server.Read(buf)
-		if n > 0 && !mute.Load() {
+		if n > 0 && !mute.Load() && !c.silent() {
 			if _, err := client.Write(buf[:n]); err != nil {
 				return
 			}
@@ -106,11 +107,16 @@ func (c *CommitCutter) toServer(client, server net.Conn, mute *atomic.Bool) {
 					server.Write(buf[:n]) //nolint:errcheck // cut right after
 					time.Sleep(100 * time.Millisecond)
 				}
-				if c.silent() {
-					// Neither end learns of the cut.
+				if hold := c.hold.Load(); hold > 0 {
+					// Neither end learns of the cut, and every flow
+					// goes silent.
+					c.silentUntil.Store(time.Now().UnixNano() + hold)
 					io.Copy(io.Discard, client) //nolint:errcheck // a black hole
 				}
 				return
+			}
+			if c.silent() {
+				continue
 			}
 			if _, err := server.Write(buf[:n]); err != nil {
 				return
@@ -129,16 +135,19 @@ func (c *CommitCutter) Port() int { return c.ln.Addr().(*net.TCPAddr).Port }
 // with its commit committed, its answer lost) or before (nothing
 // committed).
 func (c *CommitCutter) Arm(after bool) {
+	c.hold.Store(0)
 	c.after.Store(after)
 	c.armed.Store(true)
 }
 
 // ArmSilent makes the cutter cut at the next send after forwarding it, as
-// Arm(true), but silently, as a link that drops its flows does: neither end
-// is closed, and every flow opened within hold is silent too.
+// Arm(true), but silently, as a link that drops its flows does: from the
+// cut, for hold, no flow forwards anything, none is closed, and a flow
+// opened then never reaches the server.
 func (c *CommitCutter) ArmSilent(hold time.Duration) {
-	c.silentUntil.Store(time.Now().Add(hold).UnixNano())
-	c.Arm(true)
+	c.after.Store(true)
+	c.hold.Store(int64(hold))
+	c.armed.Store(true)
 }
 
 func (c *CommitCutter) silent() bool { return time.Now().UnixNano() < c.silentUntil.Load() }

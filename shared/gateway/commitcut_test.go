@@ -129,8 +129,13 @@ func TestAWriteAfterARestartRunsAgain(t *testing.T) {
 		if r := postKeyed(t, e.h, token, "", pago("W"+code, 1)); r.status != 200 {
 			t.Fatalf("warm-up: %+v\n%s", r, e.log.String())
 		}
+		warm := time.Now()
 		fbtest.KillFirebird(t)
+		time.Sleep(100 * time.Millisecond) // the killed server's sockets closed
 		fbtest.WaitForFirebird(t, admin)
+		if took := time.Since(warm); took > 4*time.Second {
+			t.Fatalf("the restart took %s: the write after it would not send its commit with its block (5 s)", took)
+		}
 		k := ""
 		if key != "" {
 			k = key + "-" + code
