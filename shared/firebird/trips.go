@@ -56,10 +56,15 @@ func (w *wire) Write(p []byte) (int, error) {
 // server when the link comes back, minutes later, by the kernel's
 // retransmissions, after its caller was answered.
 func (w *wire) abort() error {
-	if tc, ok := w.Conn.(*net.TCPConn); ok {
-		tc.SetLinger(0) //nolint:errcheck // the close still closes
-	}
+	w.resetOnClose()
 	return w.Conn.Close()
+}
+
+// resetOnClose makes the socket's close a reset (abort).
+func (w *wire) resetOnClose() {
+	if tc, ok := w.Conn.(*net.TCPConn); ok {
+		tc.SetLinger(0) //nolint:errcheck // a socket already closed needs none
+	}
 }
 
 // Trips is how many round trips the attachment made since it was dialed.
@@ -89,6 +94,9 @@ func (w *wire) watch(ctx context.Context) (release func() (closed bool)) {
 		if released {
 			return
 		}
+		// From now on the socket is closed with a reset, whoever closes
+		// it: the driver's own hard drop after its cancel as well.
+		w.resetOnClose()
 		timer = time.AfterFunc(abandonGrace, func() {
 			mu.Lock()
 			defer mu.Unlock()

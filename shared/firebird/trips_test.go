@@ -103,11 +103,32 @@ func TestWatchBoundsAWaitByTheContext(t *testing.T) {
 	}
 }
 
-// TestAbortDiscardsWhatWasNotDelivered: a wire given up on (abort) never
-// delivers what the server had not received yet, as a plain close would
-// once the link came back: the server's read ends in a reset, short of
-// what was sent.
+// TestAbortDiscardsWhatWasNotDelivered: a wire given up on never delivers
+// what the server had not received yet, as a plain close would once the
+// link came back: the server's read ends in a reset, short of what was
+// sent. Given up on is closed by abort, or closed by anyone once the
+// watched call's context has ended (the driver's own hard drop).
 func TestAbortDiscardsWhatWasNotDelivered(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  func(*wire) error
+	}{
+		{"abort", (*wire).abort},
+		{"closed after the call's context ended", func(w *wire) error {
+			ctx, cancel := context.WithCancel(context.Background())
+			release := w.watch(ctx)
+			cancel()
+			time.Sleep(50 * time.Millisecond) // within abandonGrace: the watch has not closed it
+			err := w.Close()
+			release()
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { discardsWhatWasNotDelivered(t, tc.end) })
+	}
+}
+
+func discardsWhatWasNotDelivered(t *testing.T, end func(*wire) error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +153,7 @@ func TestAbortDiscardsWhatWasNotDelivered(t *testing.T) {
 			break
 		}
 	}
-	if err := w.abort(); err != nil {
+	if err := end(w); err != nil {
 		t.Fatal(err)
 	}
 	got, err := io.Copy(io.Discard, server)
