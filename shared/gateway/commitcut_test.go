@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"database/sql"
 	"fmt"
 	"strings"
 	"testing"
@@ -12,18 +13,39 @@ import (
 	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
+// cutterEnv is a handler with cfg whose demo instance, keys installed, reaches
+// Firebird through a CommitCutter.
+func cutterEnv(t *testing.T, cfg gateway.Config) (e *env, token string, admin *sql.DB, cut *fbtest.CommitCutter) {
+	t.Helper()
+	db := fbtest.Demo(t)
+	admin = setupKeys(t, db)
+	cut = fbtest.CutCommits(t, fmt.Sprintf("%s:%d", db.Host, 3050))
+	through := db
+	through.Host, through.Port = "127.0.0.1", cut.Port()
+	e = newEnv(t, cfg, map[string]any{"demo": tenants.Instance{Connection: through, Idempotency: true}})
+	return e, fbtest.Token(t, e.acc, "demo"), admin, cut
+}
+
+// sendAgain sends a keyed write again until it is no longer refused as
+// held or unavailable: until the server has seen the cut connection go.
+func sendAgain(t *testing.T, e *env, token, key, body string) keyed {
+	t.Helper()
+	var again keyed
+	for range 50 {
+		if again = postKeyed(t, e.h, token, key, body); again.status != 409 && again.status != 503 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return again
+}
+
 // TestKeyResolvesACommitWhoseAnswerWasLost: the point of idempotency keys. A
 // keyed write whose connection is cut at its commit answers 1204; sent again
 // with its key it answers the kept answer when the commit happened and runs
 // when it did not: one payment either way.
 func TestKeyResolvesACommitWhoseAnswerWasLost(t *testing.T) {
-	cfg := fbtest.Demo(t)
-	admin := setupKeys(t, cfg)
-	cut := fbtest.CutCommits(t, fmt.Sprintf("%s:%d", cfg.Host, 3050))
-	through := cfg
-	through.Host, through.Port = "127.0.0.1", cut.Port()
-	e := newEnv(t, gateway.Config{}, map[string]any{"demo": tenants.Instance{Connection: through, Idempotency: true}})
-	token := fbtest.Token(t, e.acc, "demo")
+	e, token, admin, cut := cutterEnv(t, gateway.Config{})
 	for _, tt := range []struct {
 		name      string
 		after     bool
@@ -45,13 +67,7 @@ func TestKeyResolvesACommitWhoseAnswerWasLost(t *testing.T) {
 			if n := payments(t, admin, code); n != tt.committed {
 				t.Fatalf("%d payments after the cut, want %d", n, tt.committed)
 			}
-			var again keyed
-			for range 50 { // until the server has seen the cut connection go
-				if again = postKeyed(t, e.h, token, "pay-"+code, pago(code, 1)); again.status != 409 && again.status != 503 {
-					break
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+			again := sendAgain(t, e, token, "pay-"+code, pago(code, 1))
 			want := `{"cod_error":0,"data":[{"CODIGO":"` + code + `","VECES":1}]}`
 			wantReplayed := map[int]string{1: "true", 0: ""}[tt.committed]
 			if again.status != 200 || again.body != want || again.replayed != wantReplayed {
@@ -74,15 +90,8 @@ func TestKeyResolvesACommitWhoseAnswerWasLost(t *testing.T) {
 // again with the same key", never 1201 "nothing was written": it was.
 // Sent again once the link is back, the key replays it.
 func TestKeyedCommitLostSilently(t *testing.T) {
-	cfg := fbtest.Demo(t)
-	admin := setupKeys(t, cfg)
-	cut := fbtest.CutCommits(t, fmt.Sprintf("%s:%d", cfg.Host, 3050))
-	through := cfg
-	through.Host, through.Port = "127.0.0.1", cut.Port()
 	const timeout = 3 * time.Second
-	e := newEnv(t, gateway.Config{Timeout: timeout, BatchTimeout: timeout},
-		map[string]any{"demo": tenants.Instance{Connection: through, Idempotency: true}})
-	token := fbtest.Token(t, e.acc, "demo")
+	e, token, admin, cut := cutterEnv(t, gateway.Config{Timeout: timeout, BatchTimeout: timeout})
 	code := fmt.Sprintf("S%d", time.Now().UnixNano()%1e12)
 	if r := postKeyed(t, e.h, token, "warm-"+code, pago("W"+code, 1)); r.status != 200 {
 		t.Fatalf("warm-up: %+v\n%s", r, e.log.String())
@@ -98,13 +107,7 @@ func TestKeyedCommitLostSilently(t *testing.T) {
 	}
 	time.Sleep(hold)
 	want := `{"cod_error":0,"data":[{"CODIGO":"` + code + `","VECES":1}]}`
-	var again keyed
-	for range 50 { // until the pool has let its silent connection go
-		if again = postKeyed(t, e.h, token, "pay-"+code, pago(code, 1)); again.status != 409 && again.status != 503 {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	again := sendAgain(t, e, token, "pay-"+code, pago(code, 1))
 	if again.status != 200 || again.body != want || again.replayed != "true" {
 		t.Fatalf("sent again: %+v, want %s replayed", again, want)
 	}
