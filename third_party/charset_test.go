@@ -14,9 +14,9 @@ import (
 	"github.com/erp-gateway/gateway/shared/firebird"
 )
 
-// TestConnectionCharset holds patch 0012 against Firebird, on a WIN1252
-// database: on a WIN1252 connection a string the character set cannot
-// hold is refused before it is sent, as Firebird refuses it on a UTF8
+// TestConnectionCharset holds patch 0012 against Firebird, on the demo
+// (UTF8) database, arguments cast to WIN1252: on a WIN1252 connection a
+// string the character set cannot hold is refused before it is sent, as Firebird refuses it on a UTF8
 // connection (where the driver as released sent it as an empty string),
 // and the connection serves on; what it can hold round-trips; an
 // exception's text comes back as on a UTF8 connection (where it came as

@@ -113,7 +113,7 @@ func encodeCharset(str string, charset string) (string, bool) {
 }
 
 // checkEncodable refuses a string argument the connection's character set
-// cannot hold, before anything of its statement is sent: encodeCharset
+// cannot hold, before anything of its execute is sent: encodeCharset
 // would send it as an empty string, a silent loss. The refusal is the one
 // Firebird gives for a string the database's character set cannot hold.
 func checkEncodable(args []driver.Value, charset string) error {
