@@ -245,7 +245,12 @@ func oldestActive(t testing.TB, admin *sql.DB) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	rows, err := admin.QueryContext(ctx, `SELECT FIRST 5 t.MON$TRANSACTION_ID, TRIM(a.MON$USER), COALESCE(a.MON$REMOTE_PROCESS, ''),
+	tx, err := admin.BeginTx(ctx, nil) // the monitoring tables as they are now (scalar)
+	if err != nil {
+		return err.Error()
+	}
+	defer tx.Commit() //nolint:errcheck // read-only work
+	rows, err := tx.QueryContext(ctx, `SELECT FIRST 5 t.MON$TRANSACTION_ID, TRIM(a.MON$USER), COALESCE(a.MON$REMOTE_PROCESS, ''),
 		COALESCE(a.MON$REMOTE_PID, 0), t.MON$ISOLATION_MODE, t.MON$READ_ONLY, CAST(t.MON$TIMESTAMP AS VARCHAR(24)),
 		IIF(a.MON$ATTACHMENT_ID = CURRENT_CONNECTION, 1, 0), (SELECT MON$OLDEST_ACTIVE FROM MON$DATABASE)
 		FROM MON$TRANSACTIONS t JOIN MON$ATTACHMENTS a ON a.MON$ATTACHMENT_ID = t.MON$ATTACHMENT_ID
@@ -310,8 +315,16 @@ func scalar(t testing.TB, db *sql.DB, query string, args ...any) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	// In a transaction of its own: the monitoring tables are a snapshot
+	// taken at a transaction's first read of them, and the driver's
+	// autocommit transaction lasts as long as its connection.
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	defer tx.Commit() //nolint:errcheck // read-only work
 	var n int
-	if err := db.QueryRowContext(ctx, query, args...).Scan(&n); err != nil {
+	if err := tx.QueryRowContext(ctx, query, args...).Scan(&n); err != nil {
 		t.Fatalf("%s: %v", query, err)
 	}
 	return n

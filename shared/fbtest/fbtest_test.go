@@ -74,3 +74,27 @@ func TestAfterLoadBlamesOnlyOthers(t *testing.T) {
 		t.Errorf("a transaction kept open through 12 others: %q, want NEXT - OAT reported", r.failed)
 	}
 }
+
+// TestOpenWritesSeesThePresent: OpenWrites counts a transaction begun after
+// the test's connection first read the monitoring tables (in the driver's
+// autocommit transaction it read the same snapshot again, and missed it).
+func TestOpenWritesSeesThePresent(t *testing.T) {
+	cfg := fbtest.Demo(t)
+	admin := fbtest.Open(t, fbtest.Admin(t, cfg))
+	admin.SetMaxOpenConns(1) // one connection, as a test's sequential checks use
+	before := fbtest.OpenWrites(t, admin)
+	gateway := fbtest.Open(t, cfg)
+	ctx := context.Background()
+	tx, err := gateway.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only work
+	var one int
+	if err := tx.QueryRowContext(ctx, "SELECT 1 FROM RDB$DATABASE").Scan(&one); err != nil {
+		t.Fatal(err)
+	}
+	if n := fbtest.OpenWrites(t, admin); n != before+1 {
+		t.Errorf("%d read-write transactions of the gateway's user open, want %d", n, before+1)
+	}
+}
