@@ -159,17 +159,7 @@ func TestHealth(t *testing.T) {
 
 	// A procedure that raises an exception without USAGE on it fails every
 	// call: the health check fails, as for any fatal finding.
-	ops := catalog.DefaultOperations()
-	for _, op := range doctorOperations() {
-		if op.Clave == "Get_Doc_Sin_Usage" {
-			ops = append(ops, op)
-		}
-	}
-	usage, err := catalog.New(ops)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r = do(t, gateway.New(gateway.Config{}, usage, access.Static(e.acc.Document), e.src, e.db, slog.New(slog.DiscardHandler)), http.MethodGet, "/demo/health", "")
+	r = do(t, specAnd(t, e, named(t, doctorOperations(), "Get_Doc_Sin_Usage")), http.MethodGet, "/demo/health", "")
 	if want := `{"cod_error":1201,"status":"failing","findings":[{"clave":"Get_Doc_Sin_Usage","fatal":true,"finding":` + strconv.Quote(sinUsage) + `}]}`; r.Status != 503 || r.Raw != want {
 		t.Fatalf("HTTP %d %s\nwant 503 %s", r.Status, r.Raw, want)
 	}
@@ -211,13 +201,9 @@ func TestHealthSeesAProcedureChangedAtOnce(t *testing.T) {
 	}
 	exec(`CREATE OR ALTER PROCEDURE REST_DOC_EFIMERO (P_CODIGO VARCHAR(15)) RETURNS (X INTEGER) AS BEGIN X = 1; SUSPEND; END`)
 	exec(`GRANT EXECUTE ON PROCEDURE REST_DOC_EFIMERO TO GATEWAY`)
-	cat, err := catalog.New(append(catalog.DefaultOperations(), catalog.Operation{Clave: "Get_Doc_Efimero", Endpoint: catalog.ExecuteQuery,
-		Procedure: "REST_DOC_EFIMERO", Params: []catalog.Param{{Name: "CODIGO", MaxLen: 15, Required: true}}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := demoEnv(t, gateway.Config{})
-	h := gateway.New(gateway.Config{}, cat, access.Static(e.acc.Document), e.src, e.db, slog.New(slog.DiscardHandler))
+	efimero := catalog.Operation{Clave: "Get_Doc_Efimero", Endpoint: catalog.ExecuteQuery,
+		Procedure: "REST_DOC_EFIMERO", Params: []catalog.Param{{Name: "CODIGO", MaxLen: 15, Required: true}}}
+	h := specAnd(t, demoEnv(t, gateway.Config{}), efimero)
 	health := func(status int, body string) {
 		t.Helper()
 		if r := do(t, h, http.MethodGet, "/demo/health", ""); r.Status != status || r.Raw != body {
@@ -249,8 +235,7 @@ func TestHealthSeesAProcedureChangedAtOnce(t *testing.T) {
 	// attachments see the procedure as it is now.)
 	exec(`CREATE PROCEDURE REST_DOC_EFIMERO (P_CODIGO VARCHAR(15), P_MONEDA CHAR(3) = 'COP') RETURNS (X INTEGER) AS BEGIN X = IIF(P_MONEDA = 'COP', 2, 0); SUSPEND; END`)
 	exec(`GRANT EXECUTE ON PROCEDURE REST_DOC_EFIMERO TO GATEWAY`)
-	e = demoEnv(t, gateway.Config{})
-	h = gateway.New(gateway.Config{}, cat, access.Static(e.acc.Document), e.src, e.db, slog.New(slog.DiscardHandler))
+	h = specAnd(t, demoEnv(t, gateway.Config{}), efimero)
 	health(200, `{"cod_error":0,"status":"ok"}`)
 	if r := do(t, h, http.MethodPost, path("demo", "executequery"), `{"CLAVE":"Get_Doc_Efimero","CODIGO":"1"}`); r.Status != 200 || r.Raw != `{"cod_error":0,"data":[{"X":2}]}` {
 		t.Fatalf("a call leaving the defaulted input out: HTTP %d %s", r.Status, r.Raw)

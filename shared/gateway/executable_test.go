@@ -1,12 +1,10 @@
 package gateway_test
 
 import (
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
 
-	"github.com/erp-gateway/gateway/shared/access"
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/gateway"
@@ -25,13 +23,8 @@ func TestAReadWithoutSuspend(t *testing.T) {
 		END`,
 		`GRANT USAGE ON EXCEPTION REST_ERROR TO PROCEDURE REST_TEST_SALDO`,
 		`GRANT EXECUTE ON PROCEDURE REST_TEST_SALDO TO GATEWAY`)
-	cat, err := catalog.New(append(catalog.DefaultOperations(), catalog.Operation{Clave: "Get_Saldo", Endpoint: catalog.ExecuteQuery,
-		Procedure: "REST_TEST_SALDO", Params: []catalog.Param{{Name: "CODIGO", MaxLen: 20, Required: true}}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := demoEnv(t, gateway.Config{})
-	h := gateway.New(gateway.Config{}, cat, access.Static(e.acc.Document), e.src, e.db, slog.New(slog.DiscardHandler))
+	h := specAnd(t, demoEnv(t, gateway.Config{}), catalog.Operation{Clave: "Get_Saldo", Endpoint: catalog.ExecuteQuery,
+		Procedure: "REST_TEST_SALDO", Params: []catalog.Param{{Name: "CODIGO", MaxLen: 20, Required: true}}})
 	saldo := func(code string) string { return `{"CLAVE":"Get_Saldo","CODIGO":"` + code + `"}` }
 	answer := func(code string) string {
 		return `{"cod_error":0,"data":[{"CODIGO":"` + code + `","SALDO":12.50,"NOTA":"línea ` + code + `"}]}`

@@ -54,6 +54,30 @@ type env struct {
 	log *strings.Builder
 }
 
+// specAnd is a handler of e's serving the specification's operations and
+// ops, logging nowhere: its health check looks for those procedures only,
+// not for the ones other tests create.
+func specAnd(t testing.TB, e *env, ops ...catalog.Operation) http.Handler {
+	t.Helper()
+	cat, err := catalog.New(append(catalog.DefaultOperations(), ops...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gateway.New(gateway.Config{}, cat, access.Static(e.acc.Document), e.src, e.db, slog.New(slog.DiscardHandler))
+}
+
+// named is the operation of ops named clave.
+func named(t testing.TB, ops []catalog.Operation, clave string) catalog.Operation {
+	t.Helper()
+	for _, op := range ops {
+		if op.Clave == clave {
+			return op
+		}
+	}
+	t.Fatalf("no operation %s", clave)
+	return catalog.Operation{}
+}
+
 // testOperations adds to the specification's table what only tests use: a
 // procedure returning every Firebird type, one that tests alter, one raising
 // exceptions (REST_TEST_PAGO, TestExceptionRaisedUsingArguments), a write

@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -509,17 +508,7 @@ func TestHealthReportsTheKeyTable(t *testing.T) {
 	// specification's and the keyed write this test sends, whose
 	// procedures exist (setupKeys), so the test does not depend on the
 	// procedures other tests create.
-	ops := catalog.DefaultOperations()
-	for _, op := range testOperations() {
-		if op.Clave == "Set_Pago" {
-			ops = append(ops, op)
-		}
-	}
-	cat, err := catalog.New(ops)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.h = gateway.New(gateway.Config{}, cat, access.Static(e.acc.Document), e.src, e.db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	e.h = specAnd(t, e, named(t, testOperations(), "Set_Pago"))
 	health := func() keyed {
 		req := httptest.NewRequest(http.MethodGet, "/demo/health", nil)
 		req.Header.Set("Authorization", "Bearer "+token)
