@@ -134,14 +134,18 @@ func (p *Pools) bound() time.Duration { return p.opts.LongestCall + orphanMargin
 const connMaxLife = 10 * time.Minute
 
 // versionQuery reads what changes whenever a procedure is created, altered
-// or dropped, or a grant to the gateway's user is given or revoked: the
-// newest record version (the number of the transaction that last wrote a
-// row) and the count of RDB$PROCEDURES, and of the user's rows of
-// RDB$USER_PRIVILEGES. An attachment keeps the rights it checked at
-// prepare, so a revoked grant is enforced by the new connections that
-// replace the pool.
+// or dropped, or any grant is given or revoked: the newest record version
+// (the number of the transaction that last wrote a row) and the count of
+// RDB$PROCEDURES, and of RDB$SECURITY_CLASSES, where every GRANT and REVOKE
+// rewrites its object's access list. Any grant counts, not only the
+// gateway's user's: a procedure's rights (USAGE on the exceptions it
+// raises, on the tables it writes) are the DBA's fix for a call that fails,
+// and an attachment keeps every access list it checked as it was then
+// (measured), so only new connections see the fix, or enforce a REVOKE. One
+// row per object: a database with 52,000 rows of RDB$USER_PRIVILEGES had
+// 1,076 security classes (a check read them in 1 ms).
 const versionQuery = `SELECT (SELECT COALESCE(MAX(RDB$RECORD_VERSION), 0) || ':' || COUNT(*) FROM RDB$PROCEDURES) || ':' ||
-  (SELECT COALESCE(MAX(RDB$RECORD_VERSION), 0) || ':' || COUNT(*) FROM RDB$USER_PRIVILEGES WHERE RDB$USER = CURRENT_USER)
+  (SELECT COALESCE(MAX(RDB$RECORD_VERSION), 0) || ':' || COUNT(*) FROM RDB$SECURITY_CLASSES)
 FROM RDB$DATABASE`
 
 // errChanged: a procedure changed since the pool's baseline; the pool is

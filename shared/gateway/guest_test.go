@@ -412,6 +412,55 @@ func TestRevokedGrantIsEnforcedWithinStmtMaxAge(t *testing.T) {
 	}
 }
 
+// TestAGrantThatMendsACallIsSeenWithinStmtMaxAge: an upgrade alters a
+// procedure to raise an exception it has no USAGE on, so every call fails
+// (503, naming the GRANT); the DBA grants it. A pooled connection keeps the
+// access list it checked and would go on failing, for as long as it lives
+// (10 minutes), while a new one runs the call: the pool's check sees the
+// grant, to a procedure and not to the gateway's user, and re-attaches.
+func TestAGrantThatMendsACallIsSeenWithinStmtMaxAge(t *testing.T) {
+	const maxAge = 300 * time.Millisecond
+	cfg := fbtest.Demo(t)
+	version := func(a int) string {
+		return fmt.Sprintf(`CREATE OR ALTER PROCEDURE REST_TEST_VERSION RETURNS (A INTEGER) AS BEGIN
+			IF (A = -1) THEN EXCEPTION E_TEST_VERSION; A = %d; SUSPEND; END`, a)
+	}
+	fbtest.Setup(t, cfg, "CREATE OR ALTER EXCEPTION E_TEST_VERSION 'never raised'",
+		"REVOKE USAGE ON EXCEPTION E_TEST_VERSION FROM PROCEDURE REST_TEST_VERSION",
+		"CREATE OR ALTER PROCEDURE REST_TEST_VERSION RETURNS (A INTEGER) AS BEGIN A = 1; SUSPEND; END",
+		"GRANT EXECUTE ON PROCEDURE REST_TEST_VERSION TO GATEWAY")
+	t.Cleanup(func() {
+		fbtest.Setup(t, cfg, "REVOKE USAGE ON EXCEPTION E_TEST_VERSION FROM PROCEDURE REST_TEST_VERSION")
+	})
+	e := newEnvOpts(t, gateway.Config{}, firebird.Options{StmtMaxAge: maxAge}, map[string]any{"demo": anonymous(cfg)})
+	get := func() response { return e.post(t, path("demo", "executequery"), `{"CLAVE":"Get_Version"}`) }
+	// until waits for the answer want within maxAge of since, then holds
+	// it for 3 maxAge: past the new pool's baseline.
+	until := func(want func(response) bool, what string) {
+		t.Helper()
+		since := time.Now()
+		var seen time.Time
+		for ; seen.IsZero() || time.Since(seen) < 3*maxAge; time.Sleep(20 * time.Millisecond) {
+			r := get()
+			switch {
+			case want(r) && seen.IsZero():
+				seen = time.Now()
+			case !want(r) && !seen.IsZero():
+				t.Fatalf("%s, then %d %s", what, r.Status, r.Raw)
+			case !want(r) && time.Since(since) > maxAge+ageSlack:
+				t.Fatalf("not %s %s after the change: %d %s", what, time.Since(since), r.Status, r.Raw)
+			}
+		}
+	}
+	until(func(r response) bool { return r.Raw == `{"cod_error":0,"data":[{"A":1}]}` }, "served")
+	fbtest.Setup(t, cfg, version(2))
+	until(func(r response) bool {
+		return r.Status == http.StatusServiceUnavailable && strings.Contains(r.Raw, "GRANT USAGE ON EXCEPTION E_TEST_VERSION TO PROCEDURE REST_TEST_VERSION")
+	}, "refused for want of USAGE")
+	fbtest.Setup(t, cfg, "GRANT USAGE ON EXCEPTION E_TEST_VERSION TO PROCEDURE REST_TEST_VERSION")
+	until(func(r response) bool { return r.Raw == `{"cod_error":0,"data":[{"A":2}]}` }, "served once granted")
+}
+
 // TestWriteWhoseCommitIsCancelledAtTheDeadline: a write whose commit (sent
 // with its block) waits past the deadline, for a lock an ERP user holds in
 // an ON TRANSACTION COMMIT trigger, is cancelled there (op_cancel reaches a
