@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -192,11 +193,18 @@ func (h *Handler) health(ctx context.Context, c caller) outcome {
 	}
 	all := append(diagnose(got.procs, t.Connection.User), got.needs...)
 	if fresh && len(all) > 0 {
+		// A warning alone fails no call: logged as an error, a monitor
+		// asking every minute would raise one a minute for a grant an
+		// operator chose not to give.
+		level := slog.LevelWarn
 		texts := make([]string, len(all))
 		for i, f := range all {
 			texts[i] = f.Text
+			if f.Fatal {
+				level = slog.LevelError
+			}
 		}
-		h.log.ErrorContext(ctx, "the catalog and the database disagree", "instance", t.Instance, "findings", texts)
+		h.log.Log(ctx, level, "the catalog and the database disagree", "instance", t.Instance, "findings", texts)
 	}
 	// A limited token learns only of what it may run: its CLAVEs, and what
 	// writes need when it may write. The status is of those findings.

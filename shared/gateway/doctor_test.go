@@ -146,16 +146,33 @@ func TestACallTheDatabaseCannotRunIsExplained(t *testing.T) {
 }
 
 func TestHealth(t *testing.T) {
-	h, _ := doctorEnv(t)
+	h, logs := doctorEnv(t)
 	r := do(t, h, http.MethodGet, "/demo/health", "")
 	if r.Status != 503 || *r.Body.CodError != 1201 || !strings.Contains(r.Raw, `"status":"failing","findings":[{"clave":"Get_Doc_Blob","fatal":true,"finding":"REST_DOC_BLOB (Get_Doc_Blob): output B is BLOB SUB_TYPE -1`) ||
 		!strings.Contains(r.Raw, `{"clave":"Get_Doc_Largo","fatal":false,"finding":"REST_DOC_LARGO (Get_Doc_Largo): input P_CODIGO is VARCHAR(30) in the database, the catalog allows 15 characters"}`) {
 		t.Fatalf("HTTP %d %s", r.Status, r.Raw)
 	}
+	const disagree = `msg="the catalog and the database disagree"`
+	if !strings.Contains(logs.String(), "level=ERROR "+disagree) {
+		t.Fatalf("failing, logged:\n%s", logs)
+	}
 
 	// The specification's catalog alone: the test-only procedures of other
 	// tests may not exist yet.
 	e := demoEnv(t, gateway.Config{})
+
+	// Warnings alone fail no call, and are logged as warnings: a monitor
+	// asking every minute must not raise an error a minute.
+	cat, err := catalog.New(append(catalog.DefaultOperations(), named(t, doctorOperations(), "Get_Doc_Largo")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs = &strings.Builder{}
+	warned := gateway.New(gateway.Config{}, cat, access.Static(e.acc.Document), e.src, e.db, slog.New(slog.NewTextHandler(&lockedWriter{w: logs}, nil)))
+	if r := do(t, warned, http.MethodGet, "/demo/health", ""); r.Status != 200 || !strings.Contains(r.Raw, `"status":"warnings"`) ||
+		!strings.Contains(logs.String(), "level=WARN "+disagree) || strings.Contains(logs.String(), "level=ERROR") {
+		t.Fatalf("HTTP %d %s, logged:\n%s", r.Status, r.Raw, logs)
+	}
 
 	// A procedure that raises an exception without USAGE on it fails every
 	// call: the health check fails, as for any fatal finding.
