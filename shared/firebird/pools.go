@@ -23,12 +23,12 @@ type Options struct {
 	// a customer's Firebird drop idle flows, AWS NAT after 350 s.
 	ConnMaxIdle time.Duration
 	// StmtMaxAge (60s) bounds how long a procedure an ERP upgrade
-	// altered may be served by its old definition: Firebird keeps a
-	// procedure's definition per attachment as it was when the attachment
-	// first prepared it, whatever is freed (measured), and only new
-	// attachments see an ALTER PROCEDURE. Every StmtMaxAge a pool's next
-	// call checks whether any procedure changed, and the pool is replaced
-	// when one did (pool.verify).
+	// altered may be served by its old definition, and a grant given or
+	// revoked go unseen: Firebird keeps a procedure's definition and the
+	// access lists it checked per attachment as they were (measured), and
+	// only new attachments see an ALTER PROCEDURE or a GRANT. Every
+	// StmtMaxAge a pool's next call checks whether any procedure or grant
+	// changed, and the pool is replaced when one did (pool.verify).
 	StmtMaxAge time.Duration
 	// MaxStatements caps the statements prepared on one connection (64).
 	MaxStatements int
@@ -134,25 +134,29 @@ func (p *Pools) bound() time.Duration { return p.opts.LongestCall + orphanMargin
 const connMaxLife = 10 * time.Minute
 
 // versionQuery reads what changes whenever a procedure is created, altered
-// or dropped, or any grant is given or revoked: the newest record version
-// (the number of the transaction that last wrote a row) and the count of
-// RDB$PROCEDURES, and of RDB$SECURITY_CLASSES, where every GRANT and REVOKE
-// rewrites its object's access list. Any grant counts, not only the
-// gateway's user's: a procedure's rights (USAGE on the exceptions it
-// raises, on the tables it writes) are the DBA's fix for a call that fails,
-// and an attachment keeps every access list it checked as it was then
-// (measured), so only new connections see the fix, or enforce a REVOKE. One
-// row per object: a database with 52,000 rows of RDB$USER_PRIVILEGES had
-// 1,076 security classes (a check read them in 1 ms).
-const versionQuery = `SELECT (SELECT COALESCE(MAX(RDB$RECORD_VERSION), 0) || ':' || COUNT(*) FROM RDB$PROCEDURES) || ':' ||
-  (SELECT COALESCE(MAX(RDB$RECORD_VERSION), 0) || ':' || COUNT(*) FROM RDB$SECURITY_CLASSES)
+// or dropped, or any grant is given or revoked: the sum of the record
+// versions (the number of the transaction that last wrote each row) and the
+// count of RDB$PROCEDURES, and of RDB$SECURITY_CLASSES, whose access list
+// for an object every GRANT and REVOKE rewrites, whoever it is to. A sum,
+// not the newest: a change committed by a transaction older than the
+// newest row's (a DBA's tool that keeps one open) would not move a maximum.
+// Any grant counts, not only the gateway's user's: a procedure's rights
+// (USAGE on the exceptions it raises, on the tables it writes) are the
+// DBA's fix for a call that fails, and an attachment keeps every access
+// list it checked as it was then (measured), so only new connections see
+// the fix, or enforce a REVOKE. Creating, altering or dropping a table, a
+// column, a procedure, a function or a package writes there too, so a pool
+// re-attaches after those as well. A database with 52,000 rows of
+// RDB$USER_PRIVILEGES had 1,076 security classes, read in 1 ms.
+const versionQuery = `SELECT (SELECT COALESCE(SUM(RDB$RECORD_VERSION), 0) || ':' || COUNT(*) FROM RDB$PROCEDURES) || ':' ||
+  (SELECT COALESCE(SUM(RDB$RECORD_VERSION), 0) || ':' || COUNT(*) FROM RDB$SECURITY_CLASSES)
 FROM RDB$DATABASE`
 
-// errChanged: a procedure changed since the pool's baseline; the pool is
-// replaced and the call retried on the new one.
-var errChanged = errors.New("firebird: a procedure changed")
+// errChanged: a procedure or a grant changed since the pool's baseline;
+// the pool is replaced and the call retried on the new one.
+var errChanged = errors.New("firebird: a procedure or a grant changed")
 
-// verify compares the procedures' version with the pool's when a check is
+// verify compares the database's version (versionQuery) with the pool's when a check is
 // due (every maxAge), before the call runs anything else. The first check
 // is the baseline: connections that load definitions after it hold ones at
 // least as new, and serve until a check finds a change (or connMaxLife).

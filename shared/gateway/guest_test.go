@@ -417,7 +417,9 @@ func TestRevokedGrantIsEnforcedWithinStmtMaxAge(t *testing.T) {
 // (503, naming the GRANT); the DBA grants it. A pooled connection keeps the
 // access list it checked and would go on failing, for as long as it lives
 // (10 minutes), while a new one runs the call: the pool's check sees the
-// grant, to a procedure and not to the gateway's user, and re-attaches.
+// grant, to a procedure and not to the gateway's user, and re-attaches. The
+// DBA's transaction began before another one's DDL committed, so the grant
+// is not the newest row of what the check reads.
 func TestAGrantThatMendsACallIsSeenWithinStmtMaxAge(t *testing.T) {
 	const maxAge = 300 * time.Millisecond
 	cfg := fbtest.Demo(t)
@@ -425,13 +427,13 @@ func TestAGrantThatMendsACallIsSeenWithinStmtMaxAge(t *testing.T) {
 		return fmt.Sprintf(`CREATE OR ALTER PROCEDURE REST_TEST_VERSION RETURNS (A INTEGER) AS BEGIN
 			IF (A = -1) THEN EXCEPTION E_TEST_VERSION; A = %d; SUSPEND; END`, a)
 	}
-	fbtest.Setup(t, cfg, "CREATE OR ALTER EXCEPTION E_TEST_VERSION 'never raised'",
-		"REVOKE USAGE ON EXCEPTION E_TEST_VERSION FROM PROCEDURE REST_TEST_VERSION",
-		"CREATE OR ALTER PROCEDURE REST_TEST_VERSION RETURNS (A INTEGER) AS BEGIN A = 1; SUSPEND; END",
-		"GRANT EXECUTE ON PROCEDURE REST_TEST_VERSION TO GATEWAY")
-	t.Cleanup(func() {
-		fbtest.Setup(t, cfg, "REVOKE USAGE ON EXCEPTION E_TEST_VERSION FROM PROCEDURE REST_TEST_VERSION")
-	})
+	// Before the upgrade, and after the test: the procedure other tests
+	// know, which raises nothing.
+	const plain = "CREATE OR ALTER PROCEDURE REST_TEST_VERSION RETURNS (A INTEGER) AS BEGIN A = 1; SUSPEND; END"
+	const revoke = "REVOKE USAGE ON EXCEPTION E_TEST_VERSION FROM PROCEDURE REST_TEST_VERSION"
+	fbtest.Setup(t, cfg, "CREATE OR ALTER EXCEPTION E_TEST_VERSION 'never raised'", plain, revoke,
+		"GRANT EXECUTE ON PROCEDURE REST_TEST_VERSION TO GATEWAY", "RECREATE TABLE TEST_VERSION_DDL (A INTEGER)")
+	t.Cleanup(func() { fbtest.Setup(t, cfg, plain, revoke) })
 	e := newEnvOpts(t, gateway.Config{}, firebird.Options{StmtMaxAge: maxAge}, map[string]any{"demo": anonymous(cfg)})
 	get := func() response { return e.post(t, path("demo", "executequery"), `{"CLAVE":"Get_Version"}`) }
 	// until waits for the answer want within maxAge of since, then holds
@@ -452,13 +454,34 @@ func TestAGrantThatMendsACallIsSeenWithinStmtMaxAge(t *testing.T) {
 			}
 		}
 	}
-	until(func(r response) bool { return r.Raw == `{"cod_error":0,"data":[{"A":1}]}` }, "served")
-	fbtest.Setup(t, cfg, version(2))
-	until(func(r response) bool {
+	served := func(a int) func(response) bool {
+		return func(r response) bool { return r.Raw == fmt.Sprintf(`{"cod_error":0,"data":[{"A":%d}]}`, a) }
+	}
+	refused := func(r response) bool {
 		return r.Status == http.StatusServiceUnavailable && strings.Contains(r.Raw, "GRANT USAGE ON EXCEPTION E_TEST_VERSION TO PROCEDURE REST_TEST_VERSION")
-	}, "refused for want of USAGE")
-	fbtest.Setup(t, cfg, "GRANT USAGE ON EXCEPTION E_TEST_VERSION TO PROCEDURE REST_TEST_VERSION")
-	until(func(r response) bool { return r.Raw == `{"cod_error":0,"data":[{"A":2}]}` }, "served once granted")
+	}
+	until(served(1), "served")
+	fbtest.Setup(t, cfg, version(2))
+	until(refused, "refused for want of USAGE")
+
+	admin := fbtest.Open(t, fbtest.Admin(t, cfg))
+	dba, err := admin.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dba.Rollback() //nolint:errcheck // committed below
+	if _, err := dba.Exec("SELECT 1 FROM RDB$DATABASE"); err != nil {
+		t.Fatal(err)
+	}
+	fbtest.Setup(t, cfg, "RECREATE TABLE TEST_VERSION_DDL (A INTEGER)")
+	until(refused, "refused after other DDL")
+	if _, err := dba.Exec("GRANT USAGE ON EXCEPTION E_TEST_VERSION TO PROCEDURE REST_TEST_VERSION"); err != nil {
+		t.Fatal(err)
+	}
+	if err := dba.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	until(served(2), "served once granted")
 }
 
 // TestWriteWhoseCommitIsCancelledAtTheDeadline: a write whose commit (sent
