@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/firebird"
@@ -409,6 +410,76 @@ func TestRevokedGrantIsEnforcedWithinStmtMaxAge(t *testing.T) {
 	}
 	if r := get(); r.Status != http.StatusServiceUnavailable || !strings.Contains(r.Raw, "cannot run Get_Version") {
 		t.Fatalf("after REVOKE: %d %s", r.Status, r.Raw)
+	}
+}
+
+// TestAnAlteredTriggerOrViewIsServedWithinStmtMaxAge: Firebird keeps, per
+// attachment, the triggers a procedure fired and the views it read as they
+// were first loaded, as it keeps procedures: an upgrade's ALTER TRIGGER
+// would otherwise go on writing by the old rule on pooled connections for
+// as long as they live (10 minutes).
+func TestAnAlteredTriggerOrViewIsServedWithinStmtMaxAge(t *testing.T) {
+	const maxAge = 300 * time.Millisecond
+	cfg := fbtest.Demo(t)
+	for _, tt := range []struct {
+		name          string
+		op            catalog.Operation
+		setup         []string
+		version       func(int) string // the DDL of the object the upgrade alters
+		endpoint, req string
+		answer        func(int) string
+	}{{
+		name: "a trigger",
+		op: catalog.Operation{Clave: "Set_Disparo", Endpoint: catalog.Execute, Procedure: "REST_TEST_DISPARO",
+			Params: []catalog.Param{{Name: "P", MaxLen: 10, Required: true}}},
+		setup: []string{`EXECUTE BLOCK AS BEGIN IF (NOT EXISTS (SELECT 1 FROM RDB$RELATIONS WHERE RDB$RELATION_NAME = 'TEST_DISPARO'))
+				THEN EXECUTE STATEMENT 'CREATE TABLE TEST_DISPARO (V VARCHAR(20))'; END`,
+			"CREATE OR ALTER PROCEDURE REST_TEST_DISPARO (P VARCHAR(10)) RETURNS (V VARCHAR(20)) AS BEGIN INSERT INTO TEST_DISPARO (V) VALUES (:P) RETURNING V INTO :V; SUSPEND; END",
+			"GRANT INSERT ON TEST_DISPARO TO PROCEDURE REST_TEST_DISPARO",
+			"GRANT EXECUTE ON PROCEDURE REST_TEST_DISPARO TO GATEWAY"},
+		version: func(n int) string {
+			return fmt.Sprintf("CREATE OR ALTER TRIGGER TEST_DISPARO_BI FOR TEST_DISPARO BEFORE INSERT AS BEGIN NEW.V = 'v%d:' || NEW.V; END", n)
+		},
+		endpoint: "execute", req: `{"CLAVE":"Set_Disparo","P":"x"}`,
+		answer: func(n int) string { return fmt.Sprintf(`{"cod_error":0,"data":[{"V":"v%d:x"}]}`, n) },
+	}, {
+		name: "a view",
+		op:   catalog.Operation{Clave: "Get_Vista", Endpoint: catalog.ExecuteQuery, Procedure: "REST_TEST_VISTA"},
+		setup: []string{"CREATE OR ALTER VIEW TEST_VISTA (X) AS SELECT 'v0' FROM RDB$DATABASE",
+			"CREATE OR ALTER PROCEDURE REST_TEST_VISTA RETURNS (X VARCHAR(10)) AS BEGIN SELECT X FROM TEST_VISTA INTO :X; SUSPEND; END",
+			"GRANT SELECT ON TEST_VISTA TO PROCEDURE REST_TEST_VISTA",
+			"GRANT EXECUTE ON PROCEDURE REST_TEST_VISTA TO GATEWAY"},
+		version: func(n int) string {
+			return fmt.Sprintf("CREATE OR ALTER VIEW TEST_VISTA (X) AS SELECT 'v%d' FROM RDB$DATABASE", n)
+		},
+		endpoint: "executequery", req: `{"CLAVE":"Get_Vista"}`,
+		answer: func(n int) string { return fmt.Sprintf(`{"cod_error":0,"data":[{"X":"v%d"}]}`, n) },
+	}} {
+		t.Run(tt.name, func(t *testing.T) {
+			fbtest.Setup(t, cfg, append(tt.setup, tt.version(1))...)
+			e := newEnvOpts(t, gateway.Config{}, firebird.Options{StmtMaxAge: maxAge}, map[string]any{"demo": anonymous(cfg)})
+			h := specAnd(t, e, tt.op)
+			for n := 1; n <= 2; n++ {
+				if n > 1 {
+					fbtest.Setup(t, cfg, tt.version(n))
+				}
+				// Served within maxAge of the change, then steady for 3
+				// maxAge: past the pool's baseline.
+				changed := time.Now()
+				var seen time.Time
+				for ; seen.IsZero() || time.Since(seen) < 3*maxAge; time.Sleep(20 * time.Millisecond) {
+					r := do(t, h, http.MethodPost, path("demo", tt.endpoint), tt.req)
+					switch {
+					case r.Raw == tt.answer(n) && seen.IsZero():
+						seen = time.Now()
+					case r.Raw != tt.answer(n) && !seen.IsZero():
+						t.Fatalf("version %d, then %s", n, r.Raw)
+					case r.Raw != tt.answer(n) && time.Since(changed) > maxAge+ageSlack:
+						t.Fatalf("%s %s after version %d", r.Raw, time.Since(changed), n)
+					}
+				}
+			}
+		})
 	}
 }
 

@@ -109,7 +109,7 @@ func table(s *Settings) []setting {
 		{EnvClass, gateway.DefaultClass, text(&s.Class), "The interface-class path segment of every route."},
 		{EnvErrorPrefix, gateway.DefaultErrorPrefix, text(&s.ErrorPrefix), "The text before exception N in ex_execsql."},
 		{EnvDBTimeout, short(gateway.DefaultTimeout), duration(&s.DBTimeout, 0), "The deadline of each database call."},
-		{EnvStmtMaxAge, short(firebird.DefaultStmtMaxAge), duration(&s.StmtMaxAge, 0), "How often each pool checks whether a procedure or a grant changed: an altered procedure, a revoked grant or one that mends a failing call is served within this time."},
+		{EnvStmtMaxAge, short(firebird.DefaultStmtMaxAge), duration(&s.StmtMaxAge, 0), "How often each pool checks whether a procedure, trigger, view or grant changed: an altered procedure or trigger, a revoked grant or one that mends a failing call is served within this time."},
 		{EnvConnMaxIdle, short(firebird.DefaultConnMaxIdle), duration(&s.ConnMaxIdle, 0), "How long a connection may sit idle before it is pinged on its next use."},
 		{EnvMaxBody, strconv.Itoa(gateway.DefaultMaxBody), size(&s.MaxBody, 0), "The largest request body."},
 		{EnvBatchMax, strconv.Itoa(gateway.DefaultBatchMax), count(&s.BatchMax), "The most calls a batch may hold."},
