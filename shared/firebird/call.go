@@ -118,7 +118,7 @@ func (p *Pools) Transact(ctx context.Context, t erp.Target, mode calls.Mode, out
 			continue
 		}
 		ph := phase(at.Load())
-		// A pool whose procedures or grants changed is replaced before
+		// A pool whose database changed (versionQuery) is replaced before
 		// anything ran (pool.verify); the new one checks none in its first
 		// StmtMaxAge.
 		if errors.Is(err, errChanged) || attempt == 0 && ctx.Err() == nil && ph < committing && connectionLost(ctx, err) {
@@ -141,8 +141,8 @@ func roomForAWait(ctx context.Context) bool {
 }
 
 // run takes a connection from the pool for one call, one that may still
-// serve (pool.outdated), and has the procedures and grants checked first
-// when they are due (pool.verify).
+// serve (pool.outdated), and has the database's version checked first when
+// it is due (pool.verify).
 func (cur *pool) run(ctx context.Context, opts Options, mode calls.Mode, at *atomic.Int32, body func(context.Context, calls.Tx) error) error {
 	checked := func(ctx context.Context, tx calls.Tx) error {
 		if err := cur.verify(ctx, tx.(*Session), opts.StmtMaxAge); err != nil {

@@ -22,13 +22,13 @@ type Options struct {
 	// is checked with a ping on its next use: networks between a Lambda and
 	// a customer's Firebird drop idle flows, AWS NAT after 350 s.
 	ConnMaxIdle time.Duration
-	// StmtMaxAge (60s) bounds how long a procedure an ERP upgrade
-	// altered may be served by its old definition, and a grant given or
-	// revoked go unseen: Firebird keeps a procedure's definition and the
+	// StmtMaxAge (60s) bounds how long a procedure, trigger or view an
+	// ERP upgrade altered may be served by its old definition, and a
+	// grant given or revoked go unseen: Firebird keeps those and the
 	// access lists it checked per attachment as they were (measured), and
-	// only new attachments see an ALTER PROCEDURE or a GRANT. Every
-	// StmtMaxAge a pool's next call checks whether any procedure or grant
-	// changed, and the pool is replaced when one did (pool.verify).
+	// only new attachments see the change (versionQuery). Every StmtMaxAge
+	// a pool's next call checks whether any changed, and the pool is
+	// replaced when one did (pool.verify).
 	StmtMaxAge time.Duration
 	// MaxStatements caps the statements prepared on one connection (64).
 	MaxStatements int
@@ -148,7 +148,7 @@ const connMaxLife = 10 * time.Minute
 // transaction older than the newest row's (a DBA's tool that keeps one
 // open) would not move a maximum. A database with 200 tables and 52,000
 // rows of RDB$USER_PRIVILEGES had 1,076 security classes: the check read
-// the four in about 1 ms.
+// the four in about 2 ms.
 const versionQuery = `SELECT
   (SELECT COALESCE(SUM(RDB$RECORD_VERSION), 0) || ':' || COUNT(*) FROM RDB$PROCEDURES) || ':' ||
   (SELECT COALESCE(SUM(RDB$RECORD_VERSION), 0) || ':' || COUNT(*) FROM RDB$TRIGGERS) || ':' ||
@@ -156,18 +156,19 @@ const versionQuery = `SELECT
   (SELECT COALESCE(SUM(RDB$RECORD_VERSION), 0) || ':' || COUNT(*) FROM RDB$SECURITY_CLASSES)
 FROM RDB$DATABASE`
 
-// errChanged: a procedure or a grant changed since the pool's baseline;
+// errChanged: what versionQuery reads changed since the pool's baseline;
 // the pool is replaced and the call retried on the new one.
-var errChanged = errors.New("firebird: a procedure or a grant changed")
+var errChanged = errors.New("firebird: a procedure, trigger, view or grant changed")
 
-// verify compares the database's version (versionQuery) with the pool's when a check is
-// due (every maxAge), before the call runs anything else. The first check
-// is the baseline: connections that load definitions after it hold ones at
-// least as new, and serve until a check finds a change (or connMaxLife).
-// Those that loaded before it serve maxAge from then (outdated), as there
-// is no telling what they hold. A check costs two round trips (and its
-// statement's prepare, once per connection); replacing a connection costs
-// its connect and the prepare of each operation it runs.
+// verify compares the database's version (versionQuery) with the pool's
+// when a check is due (every maxAge), before the call runs anything else.
+// The first check is the baseline: connections that load definitions after
+// it hold ones at least as new, and serve until a check finds a change (or
+// connMaxLife). Those that loaded before it serve maxAge from then
+// (outdated), as there is no telling what they hold. A check costs two
+// round trips (and its statement's prepare, once per connection);
+// replacing a connection costs its connect and the prepare of each
+// operation it runs.
 func (cur *pool) verify(ctx context.Context, s *Session, maxAge time.Duration) error {
 	cur.mu.Lock()
 	last := cur.checked
