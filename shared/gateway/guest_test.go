@@ -413,6 +413,26 @@ func TestRevokedGrantIsEnforcedWithinStmtMaxAge(t *testing.T) {
 	}
 }
 
+// settles fails t unless get answers what want accepts within maxAge of
+// the call (and ageSlack), then goes on answering it for 3 maxAge: past
+// the baseline of a pool that replaced the old one.
+func settles(t *testing.T, maxAge time.Duration, what string, get func() response, want func(response) bool) {
+	t.Helper()
+	since := time.Now()
+	var seen time.Time
+	for ; seen.IsZero() || time.Since(seen) < 3*maxAge; time.Sleep(20 * time.Millisecond) {
+		r := get()
+		switch {
+		case want(r) && seen.IsZero():
+			seen = time.Now()
+		case !want(r) && !seen.IsZero():
+			t.Fatalf("%s, then %d %s", what, r.Status, r.Raw)
+		case !want(r) && time.Since(since) > maxAge+ageSlack:
+			t.Fatalf("not %s %s after the change: %d %s", what, time.Since(since), r.Status, r.Raw)
+		}
+	}
+}
+
 // TestAnAlteredTriggerOrViewIsServedWithinStmtMaxAge: Firebird keeps, per
 // attachment, the triggers a procedure fired and the views it read as they
 // were first loaded, as it keeps procedures: an upgrade's ALTER TRIGGER
@@ -463,21 +483,9 @@ func TestAnAlteredTriggerOrViewIsServedWithinStmtMaxAge(t *testing.T) {
 				if n > 1 {
 					fbtest.Setup(t, cfg, tt.version(n))
 				}
-				// Served within maxAge of the change, then steady for 3
-				// maxAge: past the pool's baseline.
-				changed := time.Now()
-				var seen time.Time
-				for ; seen.IsZero() || time.Since(seen) < 3*maxAge; time.Sleep(20 * time.Millisecond) {
-					r := do(t, h, http.MethodPost, path("demo", tt.endpoint), tt.req)
-					switch {
-					case r.Raw == tt.answer(n) && seen.IsZero():
-						seen = time.Now()
-					case r.Raw != tt.answer(n) && !seen.IsZero():
-						t.Fatalf("version %d, then %s", n, r.Raw)
-					case r.Raw != tt.answer(n) && time.Since(changed) > maxAge+ageSlack:
-						t.Fatalf("%s %s after version %d", r.Raw, time.Since(changed), n)
-					}
-				}
+				settles(t, maxAge, fmt.Sprintf("version %d", n),
+					func() response { return do(t, h, http.MethodPost, path("demo", tt.endpoint), tt.req) },
+					func(r response) bool { return r.Raw == tt.answer(n) })
 			}
 		})
 	}
@@ -507,23 +515,9 @@ func TestAGrantThatMendsACallIsSeenWithinStmtMaxAge(t *testing.T) {
 	t.Cleanup(func() { fbtest.Setup(t, cfg, plain, revoke) })
 	e := newEnvOpts(t, gateway.Config{}, firebird.Options{StmtMaxAge: maxAge}, map[string]any{"demo": anonymous(cfg)})
 	get := func() response { return e.post(t, path("demo", "executequery"), `{"CLAVE":"Get_Version"}`) }
-	// until waits for the answer want within maxAge of since, then holds
-	// it for 3 maxAge: past the new pool's baseline.
 	until := func(want func(response) bool, what string) {
 		t.Helper()
-		since := time.Now()
-		var seen time.Time
-		for ; seen.IsZero() || time.Since(seen) < 3*maxAge; time.Sleep(20 * time.Millisecond) {
-			r := get()
-			switch {
-			case want(r) && seen.IsZero():
-				seen = time.Now()
-			case !want(r) && !seen.IsZero():
-				t.Fatalf("%s, then %d %s", what, r.Status, r.Raw)
-			case !want(r) && time.Since(since) > maxAge+ageSlack:
-				t.Fatalf("not %s %s after the change: %d %s", what, time.Since(since), r.Status, r.Raw)
-			}
-		}
+		settles(t, maxAge, what, get, want)
 	}
 	served := func(a int) func(response) bool {
 		return func(r response) bool { return r.Raw == fmt.Sprintf(`{"cod_error":0,"data":[{"A":%d}]}`, a) }
