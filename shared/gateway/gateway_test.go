@@ -142,6 +142,34 @@ func TestEveryTypeIsEncodedExactly(t *testing.T) {
 	}
 }
 
+// TestDatesKeepTheirDigitsInAnyTimezone: on an instance whose timezone
+// skips an hour (Sao Paulo's clocks went from 23:59 on 3 November 2018 to
+// 01:00 on the 4th), a date of that day is answered as the database holds
+// it, and passed on by reference as it was answered, where the driver as
+// released read it as 23:00 on the day before and the batch wrote the 3rd.
+func TestDatesKeepTheirDigitsInAnyTimezone(t *testing.T) {
+	cfg := fbtest.Demo(t)
+	cfg.Timezone = "America/Sao_Paulo"
+	admin := fbtest.Open(t, fbtest.Admin(t, cfg))
+	e := newEnv(t, gateway.Config{}, map[string]any{"demo": anonymous(cfg)})
+	first := send(t, e.h, "execute", `[{"CLAVE":"Set_Pedido","TERCERO":"800000000","FECHA":"04.11.2018"}]`)
+	if first.status != 200 || len(first.answers) != 1 || first.answers[0]["data"] == nil {
+		t.Fatalf("%d %s", first.status, first.body)
+	}
+	number := first.answers[0]["data"].([]any)[0].(map[string]any)["NUMERO"]
+	r := send(t, e.h, "execute", fmt.Sprintf(`[{"CLAVE":"Get_Pedido","NUMERO":%v},{"CLAVE":"Set_Pedido","TERCERO":"800000000","FECHA":{"$from":0,"$field":"FECHA"}}]`, number))
+	if r.status != 200 || len(r.answers) != 2 || r.answers[1]["data"] == nil {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	if got := r.answers[0]["data"].([]any)[0].(map[string]any)["FECHA"]; got != "2018-11-04" {
+		t.Errorf("FECHA answered %v, want 2018-11-04", got)
+	}
+	copied := r.answers[1]["data"].([]any)[0].(map[string]any)["NUMERO"]
+	if n := count(t, admin, "SELECT COUNT(*) FROM PEDIDOS WHERE NUMERO IN (?, ?) AND FECHA = DATE '2018-11-04'", number, copied); n != 2 {
+		t.Errorf("%d of orders %v and %v written with FECHA 2018-11-04, want both", n, number, copied)
+	}
+}
+
 func TestErrorPrefixIsConfigurable(t *testing.T) {
 	e := demoEnv(t, gateway.Config{ErrorPrefix: "[FireDAC][Phys][FB]", Class: "TVendorRestInterface"})
 	r := e.post(t, "/demo/RestServerIsapi.dll/api/v1/TVendorRestInterface/executequery", `{"CLAVE":"Get_Terceros","CODIGO":"X"}`)

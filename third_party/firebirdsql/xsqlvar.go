@@ -264,7 +264,7 @@ func (x *xSQLVAR) parseDate(raw_value []byte, timezone string) time.Time {
 		tz = locationByName(timezone)
 	}
 	year, month, day := x._parseDate(raw_value)
-	return time.Date(year, time.Month(month), day, 0, 0, 0, 0, tz)
+	return wallClock(year, month, day, 0, 0, 0, 0, tz)
 }
 
 func (x *xSQLVAR) parseTime(raw_value []byte, timezone string) time.Time {
@@ -286,7 +286,23 @@ func (x *xSQLVAR) parseTimestamp(raw_value []byte, timezone string) time.Time {
 
 	year, month, day := x._parseDate(raw_value[:4])
 	h, m, s, n := x._parseTime(raw_value[4:8])
-	return time.Date(year, time.Month(month), day, h, m, s, n, tz)
+	return wallClock(year, month, day, h, m, s, n, tz)
+}
+
+// wallClock is time.Date in tz, except for digits that name no instant of
+// tz (the hour its clocks skip when daylight-saving time begins, midnight
+// in some zones): time.Date moves those an hour, a DATE to the day before,
+// and a caller reading the value's digits would read another day. They
+// keep their digits, in a zone fixed at the offset in force before the gap.
+func wallClock(year, month, day, h, m, s, n int, tz *time.Location) time.Time {
+	t := time.Date(year, time.Month(month), day, h, m, s, n, tz)
+	if _, _, d := t.Date(); d == day {
+		if hh, mm, _ := t.Clock(); hh == h && mm == m {
+			return t
+		}
+	}
+	name, offset := t.Zone()
+	return time.Date(year, time.Month(month), day, h, m, s, n, time.FixedZone(name, offset))
 }
 
 // _parseTimezoneID resolves the 2-byte Firebird timezone id carried in a
