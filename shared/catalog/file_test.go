@@ -233,6 +233,7 @@ func FuzzParse(f *testing.F) {
 		`{"CLAVE":"Set_Precio","REFERENCIA_":"R","FECHA_":"01.01.2026","PRECIO_":1e999999999}`,
 		`{"CLAVE":"Get_Inventario_Precio","FECHA_CORTE_":"NA","REFERENCIA_":"NA"}`,
 		`{"CLAVE":"Set_Terceros","CODIGO":"\u0000"}`,
+		`{"CLAVE":"Get_Referencias","CODIGO":"\ufffd\ud83d\ude00\\ud800"}`,
 	} {
 		f.Add(seed)
 	}

@@ -204,8 +204,8 @@ func (c *Catalog) parse(endpoint Endpoint, body []byte, index int) (Call, *erp.E
 		default:
 			return Call{Op: op}, erp.Refuse(erp.CodeParamNotString, "%s must be a JSON string", p.Name)
 		}
-		if !textOK(s) {
-			return Call{Op: op}, erp.Refuse(erp.CodeParamInvalid, "%s holds a NUL character or bytes that are not UTF-8: send the body in UTF-8, as JSON requires", p.Name)
+		if !textOK(raw, s) {
+			return Call{Op: op}, erp.Refuse(erp.CodeParamInvalid, "%s holds a NUL character, bytes that are not UTF-8 or half of a surrogate pair: send the body in UTF-8, as JSON requires", p.Name)
 		}
 		if p.Kind == Text {
 			if n := utf8.RuneCountInString(s); n > p.MaxLen {

@@ -171,7 +171,48 @@ func digitsOnly(s string) bool {
 	return true
 }
 
-// textOK reports whether s can be stored: valid UTF-8 without NUL.
-func textOK(s string) bool {
-	return utf8.ValidString(s) && !strings.ContainsRune(s, 0) && !strings.ContainsRune(s, utf8.RuneError)
+// textOK reports whether s, decoded from the JSON string raw, can be stored:
+// no NUL, and every character as the client sent it. encoding/json decodes
+// bytes that are not UTF-8 and a lone surrogate escape ("\ud800") as
+// U+FFFD, which a client may also send as itself (text the gateway answered
+// with it, from a column of character set NONE): only the first two are
+// refused.
+func textOK(raw []byte, s string) bool {
+	if strings.ContainsRune(s, 0) {
+		return false
+	}
+	return !strings.ContainsRune(s, utf8.RuneError) || utf8.Valid(raw) && !loneSurrogate(raw)
+}
+
+// loneSurrogate reports whether the JSON string raw escapes half of a
+// surrogate pair without the other half.
+func loneSurrogate(raw []byte) bool {
+	escaped := func(i int) (rune, bool) { // the \uXXXX at raw[i:]
+		if i+6 > len(raw) || raw[i] != '\\' || raw[i+1] != 'u' {
+			return 0, false
+		}
+		r, err := strconv.ParseUint(string(raw[i+2:i+6]), 16, 16)
+		return rune(r), err == nil
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		r, ok := escaped(i)
+		if !ok {
+			i++ // an escape of one character: \\, \", \n...
+			continue
+		}
+		i += 5
+		switch {
+		case r >= 0xdc00 && r < 0xe000:
+			return true
+		case r >= 0xd800 && r < 0xdc00:
+			if low, ok := escaped(i + 1); !ok || low < 0xdc00 || low >= 0xe000 {
+				return true
+			}
+			i += 6
+		}
+	}
+	return false
 }

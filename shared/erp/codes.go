@@ -145,7 +145,7 @@ var codes = [...]Info{
 	{CodeParamNotString, http.StatusBadRequest, OutcomeClientError, ScopeBody, "A parameter is not a JSON string (integers and decimals also take numbers)."},
 	{CodeParamTooLong, http.StatusBadRequest, OutcomeClientError, ScopeBody, "A value is longer than its parameter."},
 	{CodeUnknownField, http.StatusBadRequest, OutcomeClientError, ScopeBody, "A field the operation does not take."},
-	{CodeParamInvalid, http.StatusBadRequest, OutcomeClientError, ScopeBody, "A value holds a NUL character or invalid UTF-8."},
+	{CodeParamInvalid, http.StatusBadRequest, OutcomeClientError, ScopeBody, "A value holds a NUL character, bytes that are not UTF-8 or half of a surrogate pair (U+FFFD itself is text)."},
 	{CodeParamFormat, http.StatusBadRequest, OutcomeClientError, ScopeBody, "A date, integer or decimal value is not of its form, or names a day that does not exist."},
 	{CodeBodyTimeout, http.StatusRequestTimeout, OutcomeClientError, ScopeBody, "The body did not arrive in time (the local server)."},
 	{CodeBatchEmpty, http.StatusBadRequest, OutcomeClientError, ScopeBody, "The batch is an empty array."},
