@@ -3,6 +3,7 @@ package catalog
 import (
 	"cmp"
 	"fmt"
+	"math/big"
 	"slices"
 	"strings"
 )
@@ -362,7 +363,7 @@ func compareParam(c Param, d DBParam) (text string, fatal bool) {
 	case Decimal:
 		switch d.Type {
 		case "NUMERIC", "DECIMAL":
-			if d.Precision-d.Scale < c.Precision-c.Scale || d.Scale < c.Scale {
+			if d.Scale < c.Scale || holdsLess(d, c) {
 				return fmt.Sprintf("is %s in the database, the catalog allows NUMERIC(%d,%d): values the database cannot hold exactly would be rounded or refused", d, c.Precision, c.Scale), true
 			}
 		case "SMALLINT", "INTEGER", "BIGINT":
@@ -374,4 +375,19 @@ func compareParam(c Param, d DBParam) (text string, fatal bool) {
 		}
 	}
 	return "", false
+}
+
+// holdsLess reports whether the database's NUMERIC or DECIMAL d holds a
+// smaller greatest value than the catalog's decimal c takes. Firebird
+// stores a DECIMAL of 1 to 4 digits in 32 bits, a NUMERIC in 16.
+func holdsLess(d DBParam, c Param) bool {
+	precision := d.Precision
+	if d.Type == "DECIMAL" && precision <= 4 {
+		precision = 9
+	}
+	_, db := numericRange(precision, d.Scale)
+	_, catalog := c.Range()
+	a, _ := new(big.Rat).SetString(db)
+	b, _ := new(big.Rat).SetString(catalog)
+	return a.Cmp(b) < 0
 }

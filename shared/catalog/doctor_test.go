@@ -93,3 +93,25 @@ func TestDiagnoseNamesTheParametersACountDiffersBy(t *testing.T) {
 		})
 	}
 }
+
+// TestHoldsLess: the doctor compares a decimal's range with what the
+// database stores its NUMERIC or DECIMAL in, not their digits.
+func TestHoldsLess(t *testing.T) {
+	tests := []struct {
+		db      DBParam
+		p, s    int
+		smaller bool
+	}{
+		{DBParam{Type: "NUMERIC", Precision: 9, Scale: 2}, 9, 2, false},
+		{DBParam{Type: "NUMERIC", Precision: 18, Scale: 4}, 9, 2, false},
+		{DBParam{Type: "NUMERIC", Precision: 4, Scale: 2}, 9, 2, true},
+		{DBParam{Type: "NUMERIC", Precision: 9, Scale: 4}, 9, 2, true},
+		{DBParam{Type: "DECIMAL", Precision: 4, Scale: 2}, 9, 2, false}, // stored in 32 bits
+		{DBParam{Type: "NUMERIC", Precision: 5, Scale: 2}, 7, 2, false}, // both in 32 bits
+	}
+	for _, tt := range tests {
+		if got := holdsLess(tt.db, Param{Kind: Decimal, Precision: tt.p, Scale: tt.s}); got != tt.smaller {
+			t.Errorf("%s(%d,%d) against NUMERIC(%d,%d): holds less %v, want %v", tt.db.Type, tt.db.Precision, tt.db.Scale, tt.p, tt.s, got, tt.smaller)
+		}
+	}
+}

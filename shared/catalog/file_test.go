@@ -167,7 +167,10 @@ func TestTypedParameters(t *testing.T) {
 		{"SMALLINT overflow", `"FECHA_":"22.11.2026","N":"32768"`, erp.CodeParamFormat, nil},
 		{"integer with decimals", `"FECHA_":"22.11.2026","N":1.0`, erp.CodeParamFormat, nil},
 		{"too many decimals", `"FECHA_":"22.11.2026","PRECIO":"1.005"`, erp.CodeParamFormat, nil},
-		{"too many digits", `"FECHA_":"22.11.2026","PRECIO":"12345"`, erp.CodeParamFormat, nil},
+		{"beyond what NUMERIC(6,2) is stored in", `"FECHA_":"22.11.2026","PRECIO":"21474836.48"`, erp.CodeParamFormat, nil},
+		{"beyond it, by an exponent", `"FECHA_":"22.11.2026","PRECIO":-2.15e7`, erp.CodeParamFormat, nil},
+		{"more digits than p−s, as the database takes them", `"FECHA_":"22.11.2026","PRECIO":"21474836.47"`, 0, []any{day, nil, nil, nil, "21474836.47", nil}},
+		{"the least it is stored in", `"FECHA_":"22.11.2026","PRECIO":"-21474836.48"`, 0, []any{day, nil, nil, nil, "-21474836.48", nil}},
 		{"decimal comma", `"FECHA_":"22.11.2026","PRECIO":"1,5"`, erp.CodeParamFormat, nil},
 		{"two signs", `"FECHA_":"22.11.2026","PRECIO":"+-1"`, erp.CodeParamFormat, nil},
 		{"a number is not text", `"FECHA_":"22.11.2026","REF_":12`, erp.CodeParamNotString, nil},
@@ -198,11 +201,12 @@ func TestRefusalMessagesOfTypedParameters(t *testing.T) {
 		t.Fatal(err)
 	}
 	tests := map[string]string{
-		`{"CLAVE":"Get_Inventario_Precio","FECHA_CORTE_":"2026-11-22"}`:                      "FECHA_CORTE_ must be a date written DD.MM.YYYY, e.g. 22.11.2026",
-		`{"CLAVE":"Get_Inventario_Precio","FECHA_CORTE_":"31.02.2026"}`:                      "FECHA_CORTE_ is written DD.MM.YYYY but 31.02.2026 is not a day of the calendar",
-		`{"CLAVE":"Get_Inventario_Precio","FECHA_CORTE_":"01.13.2026"}`:                      "FECHA_CORTE_ is written DD.MM.YYYY but 01.13.2026 is not a day of the calendar",
-		`{"CLAVE":"Get_Inventario_Precio","FECHA_CORTE_":"1.1.2026"}`:                        "FECHA_CORTE_ must be a date written DD.MM.YYYY, e.g. 22.11.2026",
-		`{"CLAVE":"Set_Precio","REFERENCIA_":"R","FECHA_":"22.11.2026","PRECIO_":"1.23456"}`: "PRECIO_ must be a number with at most 14 digits before the decimal point and 4 after it (NUMERIC(18,4)), written with a point: more than 4 decimals",
+		`{"CLAVE":"Get_Inventario_Precio","FECHA_CORTE_":"2026-11-22"}`:                                   "FECHA_CORTE_ must be a date written DD.MM.YYYY, e.g. 22.11.2026",
+		`{"CLAVE":"Get_Inventario_Precio","FECHA_CORTE_":"31.02.2026"}`:                                   "FECHA_CORTE_ is written DD.MM.YYYY but 31.02.2026 is not a day of the calendar",
+		`{"CLAVE":"Get_Inventario_Precio","FECHA_CORTE_":"01.13.2026"}`:                                   "FECHA_CORTE_ is written DD.MM.YYYY but 01.13.2026 is not a day of the calendar",
+		`{"CLAVE":"Get_Inventario_Precio","FECHA_CORTE_":"1.1.2026"}`:                                     "FECHA_CORTE_ must be a date written DD.MM.YYYY, e.g. 22.11.2026",
+		`{"CLAVE":"Set_Precio","REFERENCIA_":"R","FECHA_":"22.11.2026","PRECIO_":"1.23456"}`:              "PRECIO_ must be a number of NUMERIC(18,4), at most 4 digits after the decimal point, written with a point: more than 4 decimals",
+		`{"CLAVE":"Set_Precio","REFERENCIA_":"R","FECHA_":"22.11.2026","PRECIO_":"922337203685477.5808"}`: "PRECIO_ must be a number of NUMERIC(18,4), at most 4 digits after the decimal point, written with a point: outside the values NUMERIC(18,4) holds, -922337203685477.5808 to 922337203685477.5807",
 	}
 	for body, want := range tests {
 		endpoint := ExecuteQuery

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -86,7 +87,7 @@ func (p Param) value(s string) (any, error) {
 	case Decimal:
 		d, err := decimal(s, p.Precision, p.Scale)
 		if err != nil {
-			return nil, fmt.Errorf("%s must be a number with at most %d digits before the decimal point and %d after it (NUMERIC(%d,%d)), written with a point: %w", p.Name, p.Precision-p.Scale, p.Scale, p.Precision, p.Scale, err)
+			return nil, fmt.Errorf("%s must be a number of NUMERIC(%d,%d), at most %d digits after the decimal point, written with a point: %w", p.Name, p.Precision, p.Scale, p.Scale, err)
 		}
 		return d, nil
 	}
@@ -143,12 +144,13 @@ func decimal(s string, precision, scale int) (string, error) {
 		}
 	}
 	whole = strings.TrimLeft(whole, "0")
-	if len(whole) > precision-scale {
-		return "", errors.New("too many digits before the point")
-	}
 	frac = strings.TrimRight(frac, "0")
 	if len(frac) > scale {
 		return "", fmt.Errorf("more than %d decimals", scale)
+	}
+	if _, err := strconv.ParseInt(sign+whole+frac+strings.Repeat("0", scale-len(frac)), 10, storageBits(precision)); err != nil {
+		least, greatest := numericRange(precision, scale)
+		return "", fmt.Errorf("outside the values NUMERIC(%d,%d) holds, %s to %s", precision, scale, least, greatest)
 	}
 	// The form Firebird converts exactly: no +, no leading zeros, no empty
 	// whole part.
@@ -160,6 +162,47 @@ func decimal(s string, precision, scale int) (string, error) {
 		out = "0"
 	}
 	return out, nil
+}
+
+// storageBits is the size of the integer Firebird stores a NUMERIC(p,s) in,
+// scaled by 10^s. The database takes any value that fits it, more than p−s
+// digits before the point among them (NUMERIC(9,2) holds 21474836.47), and
+// answers them: so does the gateway, so that an answer can be sent back.
+func storageBits(precision int) int {
+	switch {
+	case precision <= 4:
+		return 16
+	case precision <= 9:
+		return 32
+	}
+	return 64
+}
+
+// Range is the least and the greatest value a Decimal parameter takes, as
+// decimal numbers: those of NUMERIC(Precision, Scale) in Firebird.
+func (p Param) Range() (least, greatest string) {
+	return numericRange(p.Precision, p.Scale)
+}
+
+func numericRange(precision, scale int) (least, greatest string) {
+	bits := storageBits(precision)
+	return scaled(math.MinInt64>>(64-bits), scale), scaled(math.MaxInt64>>(64-bits), scale)
+}
+
+// scaled writes v / 10^scale.
+func scaled(v int64, scale int) string {
+	s := strconv.FormatInt(v, 10)
+	sign, digits := "", s
+	if v < 0 {
+		sign, digits = "-", s[1:]
+	}
+	if scale == 0 {
+		return s
+	}
+	if len(digits) <= scale {
+		digits = strings.Repeat("0", scale-len(digits)+1) + digits
+	}
+	return sign + digits[:len(digits)-scale] + "." + digits[len(digits)-scale:]
 }
 
 func digitsOnly(s string) bool {

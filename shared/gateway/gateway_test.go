@@ -170,6 +170,30 @@ func TestDatesKeepTheirDigitsInAnyTimezone(t *testing.T) {
 	}
 }
 
+// TestDecimalsTakeWhatTheDatabaseHolds: a NUMERIC(15,4) holds what its
+// 64-bit integer holds, more than 11 digits before the point: the gateway
+// takes such a value, the database stores it and it is answered as sent,
+// and one past it is refused before anything is written.
+func TestDecimalsTakeWhatTheDatabaseHolds(t *testing.T) {
+	cfg := fbtest.Demo(t)
+	e := newEnv(t, gateway.Config{}, map[string]any{"demo": anonymous(cfg)})
+	line := func(cantidad string) sent {
+		return send(t, e.h, "execute", `[{"CLAVE":"Set_Pedido","TERCERO":"800000000"},{"CLAVE":"Set_Pedido_Linea","NUMERO":{"$from":0,"$field":"NUMERO"},"REFERENCIA":"REF0001","CANTIDAD":"`+cantidad+`"}]`)
+	}
+	r := line("922337203685477.5807")
+	if r.status != 200 || len(r.answers) != 2 || r.answers[1]["data"] == nil {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	number := r.answers[0]["data"].([]any)[0].(map[string]any)["NUMERO"]
+	read := send(t, e.h, "executequery", fmt.Sprintf(`{"CLAVE":"Get_Pedido","NUMERO":%v}`, number))
+	if !strings.Contains(read.body, `"CANTIDAD":922337203685477.5807}`) {
+		t.Fatalf("read back: %s", read.body)
+	}
+	if r := line("922337203685477.5808"); r.status != 400 || !strings.Contains(r.body, "outside the values NUMERIC(15,4) holds, -922337203685477.5808 to 922337203685477.5807") {
+		t.Fatalf("past the greatest: %d %s", r.status, r.body)
+	}
+}
+
 func TestErrorPrefixIsConfigurable(t *testing.T) {
 	e := demoEnv(t, gateway.Config{ErrorPrefix: "[FireDAC][Phys][FB]", Class: "TVendorRestInterface"})
 	r := e.post(t, "/demo/RestServerIsapi.dll/api/v1/TVendorRestInterface/executequery", `{"CLAVE":"Get_Terceros","CODIGO":"X"}`)

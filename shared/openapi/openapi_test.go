@@ -13,19 +13,24 @@ import (
 )
 
 // TestDecimalPatternIsTheGatewaysReading: a value the document's pattern
-// accepts is one the gateway takes (written as the pattern asks), and the
-// forms the gateway refuses are refused by the pattern too, so a client
-// that validates against the document is not told a refused value is good.
+// accepts is one the gateway takes (written as the pattern asks) if it lies
+// in the range the description gives, and the forms the gateway refuses are
+// refused by the pattern too, so a client that validates against the
+// document is not told a refused value is good.
 func TestDecimalPatternIsTheGatewaysReading(t *testing.T) {
 	tests := []struct {
 		precision, scale int
 		required         bool
 		good, bad        []string
+		// beyond: of the pattern's form, outside the range its
+		// description gives; the gateway refuses them.
+		beyond []string
 	}{
-		{15, 4, true, []string{"1", "-1.5", "+12.25", ".5", "12345678901.1234"}, []string{"", ".", "+", "5.", "1.12345", "123456789012", "NA"}},
-		{15, 4, false, []string{"", "NA", "3.5"}, []string{".", "5."}},
-		{9, 0, true, []string{"7", "-123456789"}, []string{"7.", ".5", "1234567890"}},
-		{2, 2, true, []string{"0.25", ".25", "-0.5", "0"}, []string{"1.5", "1", "0.125"}},
+		{15, 4, true, []string{"1", "-1.5", "+12.25", ".5", "00012", "922337203685477.5807", "-922337203685477.5808"},
+			[]string{"", ".", "+", "5.", "1.12345", "1234567890123456", "NA"}, []string{"922337203685477.5808"}},
+		{15, 4, false, []string{"", "NA", "3.5"}, []string{".", "5."}, nil},
+		{9, 0, true, []string{"7", "-123456789", "2147483647", "-2147483648"}, []string{"7.", ".5", "12345678901"}, []string{"2147483648"}},
+		{2, 2, true, []string{"0.25", ".25", "-0.5", "0", "1.5", "-327.68"}, []string{"0.125", "1234"}, []string{"327.68"}},
 	}
 	for _, tt := range tests {
 		p := catalog.Param{Name: "X", Kind: catalog.Decimal, Precision: tt.precision, Scale: tt.scale, Required: tt.required}
@@ -54,6 +59,11 @@ func TestDecimalPatternIsTheGatewaysReading(t *testing.T) {
 			}
 			if re.MatchString(v) {
 				t.Errorf("NUMERIC(%d,%d) %q: taken by %s", tt.precision, tt.scale, v, pattern)
+			}
+		}
+		for _, v := range tt.beyond {
+			if _, err := cat.Parse(catalog.ExecuteQuery, []byte(`{"CLAVE":"Get_X","X":"`+v+`"}`)); err == nil {
+				t.Errorf("NUMERIC(%d,%d) %q: the gateway takes it", tt.precision, tt.scale, v)
 			}
 		}
 	}

@@ -56,17 +56,17 @@ func paramSchema(p catalog.Param) obj {
 			{"description", fmt.Sprintf("A whole number of %d bits, written as a string (a JSON number is taken too).", p.Bits)}}
 	case catalog.Decimal:
 		// As the gateway reads it: digits on at least one side of a point
-		// that has some after it; NUMERIC(2,2) has no whole digits but 0.
-		number := `0`
-		if whole := p.Precision - p.Scale; whole > 0 {
-			number = fmt.Sprintf(`\d{1,%d}`, whole)
-		}
+		// that has some after it, as many whole digits as the greatest
+		// value has (the range itself is the description's).
+		least, greatest := p.Range()
+		whole, _, _ := strings.Cut(greatest, ".")
+		number := fmt.Sprintf(`0*\d{1,%d}`, len(whole))
 		if p.Scale > 0 {
 			number = fmt.Sprintf(`%s(\.\d{1,%d})?|\.\d{1,%d}`, number, p.Scale, p.Scale)
 		}
 		return obj{{"type", nullable("string")},
 			{"pattern", fmt.Sprintf(`^([+-]?(%s)%s)$`, number, absent)}, {"format", "decimal"},
-			{"description", fmt.Sprintf("NUMERIC(%d,%d), exact: written as a string with a point (a JSON number is taken too, as written).", p.Precision, p.Scale)}}
+			{"description", fmt.Sprintf("NUMERIC(%d,%d), exact, from %s to %s: written as a string with a point (a JSON number is taken too, as written).", p.Precision, p.Scale, least, greatest)}}
 	}
 	return obj{{"type", nullable("string")}, {"maxLength", p.MaxLen}}
 }
