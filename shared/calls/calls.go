@@ -33,8 +33,10 @@ const (
 	// NoWait is READ COMMITTED NO WAIT, of its own: a lock held is an
 	// error, never a wait.
 	NoWait
-	// Snapshot is SNAPSHOT, of its own, always rolled back: every statement
-	// sees the moment it began.
+	// Snapshot is SNAPSHOT READ ONLY, of its own, always rolled back: every
+	// statement sees the moment it began, and none writes, as a single read
+	// cannot (a rollback would not undo a generator's step or an autonomous
+	// transaction's write).
 	Snapshot
 )
 

@@ -58,8 +58,9 @@ func (q *Sequence) Writes() bool {
 
 // Mode is the transaction the sequence runs in: a single read the
 // connection's read transaction, any write one of its own, and reads
-// together a snapshot that is always rolled back, so a read procedure with
-// side effects writes nothing.
+// together a read-only snapshot, so a read procedure that writes is refused
+// in a batch as alone (a rollback would not undo a generator's step or an
+// autonomous transaction's write).
 func (q *Sequence) Mode() Mode {
 	switch {
 	case q.Writes():

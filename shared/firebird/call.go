@@ -294,8 +294,8 @@ func (c *conn) endRead() error {
 	return nil
 }
 
-// txOptions: READ COMMITTED, but SNAPSHOT for a batch of reads, which
-// must see one moment (Mode says why each).
+// txOptions: READ COMMITTED, but SNAPSHOT READ ONLY for a batch of reads,
+// which must see one moment (Mode says why each).
 func txOptions(mode calls.Mode) driver.TxOptions {
 	switch mode {
 	case calls.ReadOnly:
@@ -303,7 +303,7 @@ func txOptions(mode calls.Mode) driver.TxOptions {
 	case calls.NoWait:
 		return driver.TxOptions{Isolation: driver.IsolationLevel(firebirdsql.LevelReadCommittedNoWait)}
 	case calls.Snapshot:
-		return driver.TxOptions{Isolation: driver.IsolationLevel(sql.LevelRepeatableRead)}
+		return driver.TxOptions{Isolation: driver.IsolationLevel(sql.LevelRepeatableRead), ReadOnly: true}
 	}
 	return driver.TxOptions{Isolation: driver.IsolationLevel(sql.LevelReadCommitted)}
 }

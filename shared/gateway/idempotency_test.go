@@ -72,9 +72,11 @@ func setupKeys(t testing.TB, cfg erp.Connection) *sql.DB {
 			IF (CODIGO IS NULL) THEN SUSPEND;
 		END`,
 		`GRANT EXECUTE ON PROCEDURE REST_TEST_NADA TO GATEWAY`,
-		// A read with a side effect: it pays as it reads (scope_test.go).
+		// A read with a side effect: it pays as it reads, in a transaction
+		// of its own, which its caller's rollback does not undo
+		// (scope_test.go).
 		`CREATE OR ALTER PROCEDURE REST_TEST_EFECTO (P_CODIGO VARCHAR(20)) RETURNS (N INTEGER) AS BEGIN
-			INSERT INTO TEST_PAGOS (CODIGO, VALOR) VALUES (:P_CODIGO, 0);
+			IN AUTONOMOUS TRANSACTION DO INSERT INTO TEST_PAGOS (CODIGO, VALOR) VALUES (:P_CODIGO, 0);
 			N = 1;
 			SUSPEND;
 		END`,

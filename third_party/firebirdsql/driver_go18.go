@@ -71,10 +71,14 @@ func (fc *firebirdsqlConn) BeginTx(ctx context.Context, opts driver.TxOptions) (
 
 func txIsolationLevel(opts driver.TxOptions) (int, error) {
 	if opts.ReadOnly {
-		// Preserve existing behaviour: readonly always uses READ COMMITTED RO.
-		// The only extra knob we currently support here is NOWAIT.
-		if (sql.IsolationLevel)(opts.Isolation) == LevelReadCommittedNoWait {
+		// READ COMMITTED RO, NOWAIT when asked, and SNAPSHOT for the
+		// levels Firebird gives by a snapshot: a read-only transaction
+		// keeps the moment it was asked to see.
+		switch (sql.IsolationLevel)(opts.Isolation) {
+		case LevelReadCommittedNoWait:
 			return ISOLATION_LEVEL_READ_COMMITED_RO_NOWAIT, nil
+		case sql.LevelRepeatableRead, sql.LevelSnapshot:
+			return ISOLATION_LEVEL_REPEATABLE_READ_RO, nil
 		}
 		return ISOLATION_LEVEL_READ_COMMITED_RO, nil
 	}

@@ -103,6 +103,13 @@ func tpbForIsolationLevel(isolationLevel int) ([]byte, error) {
 			byte(isc_tpb_read_committed),
 			byte(isc_tpb_rec_version),
 		}, nil
+	case ISOLATION_LEVEL_REPEATABLE_READ_RO:
+		return []byte{
+			byte(isc_tpb_version3),
+			byte(isc_tpb_read),
+			byte(isc_tpb_wait),
+			byte(isc_tpb_concurrency),
+		}, nil
 	default:
 		return nil, ErrInvalidIsolationLevel
 	}
