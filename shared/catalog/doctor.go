@@ -204,7 +204,7 @@ func (op *Operation) Diagnose(db map[string]Procedure, user string) []Finding {
 	if len(p.UngrantedExceptions) > 0 {
 		add(true, "%s (%s): %s", p.Name, op.Clave, ungranted(p))
 	}
-	if named := mismatched(len(op.Params), p.Inputs); named != nil {
+	if named, differs := mismatched(len(op.Params), p.Inputs); differs {
 		fields := make([]string, len(op.Params))
 		for i, cp := range op.Params {
 			fields[i] = cp.Name
@@ -219,7 +219,8 @@ func (op *Operation) Diagnose(db map[string]Procedure, user string) []Finding {
 	outputs := p.Outputs
 	if rb := op.ReadBack; rb != nil {
 		q, ok := db[rb.Procedure]
-		switch named := mismatched(len(rb.Params), q.Inputs); {
+		named, differs := mismatched(len(rb.Params), q.Inputs)
+		switch {
 		case !ok || !q.Exists:
 			add(true, "%s (read-back of %s): the procedure does not exist in the database", rb.Procedure, op.Clave)
 			return out
@@ -227,7 +228,7 @@ func (op *Operation) Diagnose(db map[string]Procedure, user string) []Finding {
 			add(true, "%s (read-back of %s): the gateway's user may not execute it", q.Name, op.Clave)
 		case !q.Selectable:
 			add(true, "%s (read-back of %s): the procedure has no SUSPEND and returns no rows to SELECT", q.Name, op.Clave)
-		case named != nil:
+		case differs:
 			add(true, "%s (read-back of %s): the database declares %s, the catalog passes %d%s", q.Name, op.Clave, declared(q.Inputs), len(rb.Params), unmatched(rb.Params, named))
 		}
 		if len(q.UngrantedExceptions) > 0 {
@@ -265,17 +266,18 @@ func required(inputs []DBParam) int {
 	return n
 }
 
-// mismatched is nil when a call passing n arguments fits inputs; otherwise
-// the inputs the call is held to: those it must pass when it passes fewer,
-// all of them when it passes more.
-func mismatched(n int, inputs []DBParam) []DBParam {
+// mismatched reports whether a call passing n arguments does not fit
+// inputs, and the inputs the call is then held to: those it must pass when
+// it passes fewer, all of them (none, for a procedure that takes none) when
+// it passes more.
+func mismatched(n int, inputs []DBParam) (held []DBParam, differs bool) {
 	switch {
 	case n < required(inputs):
-		return inputs[:required(inputs)]
+		return inputs[:required(inputs)], true
 	case n > len(inputs):
-		return inputs
+		return inputs, true
 	}
-	return nil
+	return nil, false
 }
 
 // declared says how many inputs a procedure declares, and how many of them
