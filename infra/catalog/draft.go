@@ -34,6 +34,8 @@ func draft(procs []catalog.Procedure) (catalog.File, []string) {
 			if p.Selectable {
 				notes = append(notes, fmt.Sprintf("%s: selectable, but named for a write: drafted as a write on execute, answered by the rows it returns", op.Clave))
 			}
+		} else if !p.Selectable {
+			notes = append(notes, fmt.Sprintf("%s: not selectable, but named for a read: drafted as a read on executequery, answered by its one row of outputs (if it writes, its read-only transaction refuses it: draft it on execute)", op.Clave))
 		}
 		fields := fieldNames(p.Inputs)
 		for i, in := range p.Inputs {
@@ -45,6 +47,9 @@ func draft(procs []catalog.Procedure) (catalog.File, []string) {
 				notes = append(notes, fmt.Sprintf("%s: input %s: request field %s, its whole name, as %s would not be a field of its own", op.Clave, in.Name, fp.Name, strings.TrimPrefix(in.Name, "P_")))
 			}
 			op.Params = append(op.Params, fp)
+			if in.Default {
+				notes = append(notes, fmt.Sprintf("%s: input %s has a default: delete it from the entry and every call gets the default, or keep it for clients to set (a field they leave out then passes NULL, not the default)", op.Clave, in.Name))
+			}
 			if note != "" {
 				notes = append(notes, fmt.Sprintf("%s: %s", op.Clave, note))
 			}
@@ -70,13 +75,23 @@ var (
 	readVerbs  = []string{"SELECT_", "GET_"}
 )
 
-// writes guesses whether p writes: it cannot be read from (not selectable),
-// or its name's verb says so. A procedure that writes may still return
-// its rows by SUSPEND; on executequery its read-only transaction would
-// refuse its writes.
+// writes guesses whether p writes: its name's verb says so, or it cannot
+// be read from: not selectable, and not named for a read that returns its
+// one row of outputs (EXECUTE PROCEDURE). A procedure that writes may still
+// return its rows by SUSPEND; on executequery its read-only transaction
+// would refuse its writes, so a wrong guess is refused, never written.
 func writes(p catalog.Procedure) bool {
-	name := strings.TrimPrefix(p.Name, "REST_")
-	return !p.Selectable || slices.ContainsFunc(writeVerbs, func(v string) bool { return strings.HasPrefix(name, v) })
+	switch name := strings.TrimPrefix(p.Name, "REST_"); {
+	case named(name, writeVerbs):
+		return true
+	case named(name, readVerbs) && len(p.Outputs) > 0:
+		return false
+	}
+	return !p.Selectable
+}
+
+func named(name string, verbs []string) bool {
+	return slices.ContainsFunc(verbs, func(v string) bool { return strings.HasPrefix(name, v) })
 }
 
 // clave guesses a CLAVE in the original service's style from a procedure's
@@ -160,6 +175,10 @@ func param(d catalog.DBParam) (catalog.FileParam, string) {
 		p.Kind = catalog.Date
 	case "CHAR", "VARCHAR":
 		p.MaxChars = d.Chars
+		if d.Charset == "OCTETS" {
+			p.Comment = fmt.Sprintf("%s in the database: a request's text is passed as its UTF-8 bytes, counted in characters (answers give such values in base64)", d)
+			return p, fmt.Sprintf("input %s: %s", d.Name, p.Comment)
+		}
 	default:
 		p.MaxChars = 32765
 		p.Comment = fmt.Sprintf("%s in the database: no kind fits; passed as text for Firebird to convert", d)

@@ -26,7 +26,8 @@ func TestDraftTellsWritesFromReads(t *testing.T) {
 		{"REST_INSERT_PEDIDO", true, "Set_Pedido", catalog.Execute, true},
 		{"REST_UPDATE_PRECIO", true, "Set_Precio", catalog.Execute, true},
 		{"REST_DELETE_LINEA", true, "Set_Linea", catalog.Execute, true},
-		{"REST_SELECT_Y_MARCA", false, "Set_Y_Marca", catalog.Execute, false},
+		{"REST_SELECT_Y_MARCA", false, "Get_Y_Marca", catalog.ExecuteQuery, false},
+		{"REST_GET_TOTALES", false, "Get_Totales", catalog.ExecuteQuery, false},
 		{"REST_CIERRE", true, "Get_Cierre", catalog.ExecuteQuery, false},
 		{"REST_CIERRE_DIA", false, "Set_Cierre_Dia", catalog.Execute, false},
 	}
@@ -40,6 +41,12 @@ func TestDraftTellsWritesFromReads(t *testing.T) {
 			noted := strings.Contains(strings.Join(notes, "\n"), "named for a write")
 			if noted != tt.note {
 				t.Errorf("note on a selectable write: %v, want %v: %q", noted, tt.note, notes)
+			}
+			// A read that is not selectable is read by EXECUTE PROCEDURE:
+			// the operator is told.
+			readNote := strings.Contains(strings.Join(notes, "\n"), "not selectable, but named for a read")
+			if want := tt.endpoint == catalog.ExecuteQuery && !tt.selectable; readNote != want {
+				t.Errorf("note on a read that is not selectable: %v, want %v: %q", readNote, want, notes)
 			}
 		})
 	}
@@ -131,5 +138,28 @@ func TestReadBackTakesTheWritesFields(t *testing.T) {
 			}
 			t.Fatalf("no Set_X in %+v", doc.Operations)
 		})
+	}
+}
+
+// TestDraftNotesWhatAKindDoesNotSay: an input with a default, and one of
+// character set OCTETS, each get a note (and the second a comment in the
+// entry).
+func TestDraftNotesWhatAKindDoesNotSay(t *testing.T) {
+	in := []catalog.DBParam{{Name: "P_CODIGO", Type: "VARCHAR", Chars: 10}, {Name: "P_HASH", Type: "VARCHAR", Chars: 8, Charset: "OCTETS"}, {Name: "P_MONEDA", Type: "CHAR", Chars: 3, Default: true}}
+	doc, notes := draft([]catalog.Procedure{{Name: "REST_SELECT_X", Exists: true, Selectable: true, Inputs: in, Outputs: []catalog.DBParam{{Name: "Y", Type: "INTEGER"}}}})
+	all := strings.Join(notes, "\n")
+	for _, want := range []string{
+		"Get_X: input P_MONEDA has a default: delete it from the entry and every call gets the default",
+		"Get_X: input P_HASH: VARCHAR(8) CHARACTER SET OCTETS in the database: a request's text is passed as its UTF-8 bytes",
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no note %q in:\n%s", want, all)
+		}
+	}
+	if strings.Contains(all, "P_CODIGO") {
+		t.Errorf("a note on P_CODIGO:\n%s", all)
+	}
+	if c := doc.Operations[0].Params[1].Comment; !strings.Contains(c, "OCTETS") {
+		t.Errorf("P_HASH's comment: %q", c)
 	}
 }
