@@ -119,7 +119,7 @@ func (h *Handler) refuse(ctx context.Context, t erp.Target, s subject, err error
 		msg, retry = fmt.Sprintf("every connection to %s was busy with other calls until %s's deadline%s", db, s.what(), s.nothing()), time.Second
 	case errors.Is(err, erp.ErrCannotRun):
 		h.log.ErrorContext(ctx, "database cannot run the operation", "instance", t.Instance, "what", s.what(), "err", err)
-		why := "its procedure is missing, changed or not granted"
+		why := "its procedure is missing, changed or not granted; the gateway's log has the database's words"
 		if s.failed != nil {
 			if findings := h.diagnose(ctx, t, s.failed.Call.Op, s.keyed); len(findings) > 0 {
 				why = strings.Join(findings, "; ")
