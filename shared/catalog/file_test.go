@@ -205,6 +205,7 @@ func TestRefusalMessagesOfTypedParameters(t *testing.T) {
 		`{"CLAVE":"Get_Inventario_Precio","FECHA_CORTE_":"31.02.2026"}`:                                   "FECHA_CORTE_ is written DD.MM.YYYY but 31.02.2026 is not a day of the calendar",
 		`{"CLAVE":"Get_Inventario_Precio","FECHA_CORTE_":"01.13.2026"}`:                                   "FECHA_CORTE_ is written DD.MM.YYYY but 01.13.2026 is not a day of the calendar",
 		`{"CLAVE":"Get_Inventario_Precio","FECHA_CORTE_":"1.1.2026"}`:                                     "FECHA_CORTE_ must be a date written DD.MM.YYYY, e.g. 22.11.2026",
+		`{"CLAVE":"Get_Pedido","NUMERO":1e3}`:                                                             "NUMERO must be a whole number of 32 bits (-2147483648 to 2147483647), written in digits, without a point or exponent",
 		`{"CLAVE":"Set_Precio","REFERENCIA_":"R","FECHA_":"22.11.2026","PRECIO_":"1.23456"}`:              "PRECIO_ must be a number of NUMERIC(18,4), at most 4 digits after the decimal point, written with a point: more than 4 decimals",
 		`{"CLAVE":"Set_Precio","REFERENCIA_":"R","FECHA_":"22.11.2026","PRECIO_":"922337203685477.5808"}`: "PRECIO_ must be a number of NUMERIC(18,4), at most 4 digits after the decimal point, written with a point: outside the values NUMERIC(18,4) holds, -922337203685477.5808 to 922337203685477.5807",
 	}

@@ -81,7 +81,7 @@ func (p Param) value(s string) (any, error) {
 	case Integer:
 		n, err := strconv.ParseInt(s, 10, p.Bits)
 		if err != nil {
-			return nil, fmt.Errorf("%s must be a whole number of %d bits (%d to %d)", p.Name, p.Bits, -(int64(1) << (p.Bits - 1)), int64(1)<<(p.Bits-1)-1)
+			return nil, fmt.Errorf("%s must be a whole number of %d bits (%d to %d), written in digits, without a point or exponent", p.Name, p.Bits, -(int64(1) << (p.Bits - 1)), int64(1)<<(p.Bits-1)-1)
 		}
 		return n, nil
 	case Decimal:
