@@ -104,7 +104,7 @@ func TestCatalogFileServesAWrite(t *testing.T) {
 	if resp := set(`99999999999999.9999`); resp.StatusCode != 200 || !strings.Contains(resp.Body, `"PRECIO":99999999999999.9999`) {
 		t.Fatalf("Set_Precio with a JSON number: HTTP %d %s", resp.StatusCode, resp.Body)
 	}
-	for price, code := range map[string]string{`"1.23456"`: "1011", `"1,5"`: "1011", `"abc"`: "1011", `100000000000000`: "1011", `true`: "1007"} {
+	for price, code := range map[string]string{`"1.23456"`: "1011", `"1,5"`: "1011", `"abc"`: "1011", `922337203685477.5808`: "1011", `true`: "1007"} {
 		if resp := set(price); resp.StatusCode != 400 || !strings.Contains(resp.Body, `"cod_error":`+code) {
 			t.Errorf("PRECIO_ %s: HTTP %d %s, want cod_error %s", price, resp.StatusCode, resp.Body, code)
 		}
