@@ -30,9 +30,9 @@ func TestUnblock(t *testing.T) {
 		{"a constraint of the block itself",
 			[]int{firebirdsql.ISCUniqueKeyViolation, 335545072, firebirdsql.ISCStackTrace},
 			[][]string{{"PK_T", "T"}, {`("ID" = 1)`}, {"At block line: 3, col: 3"}},
-			"violation of PRIMARY or UNIQUE KEY constraint PK_T on table T\nProblematic key value is (\"ID\" = 1)\nAt block line: 3, col: 3\n",
+			"violation of PRIMARY or UNIQUE KEY constraint \"PK_T\" on table \"T\"\nProblematic key value is (\"ID\" = 1)\nAt block line: 3, col: 3\n",
 			[][]string{{"PK_T", "T"}, {`("ID" = 1)`}, {""}},
-			"violation of PRIMARY or UNIQUE KEY constraint PK_T on table T\nProblematic key value is (\"ID\" = 1)\n"},
+			"violation of PRIMARY or UNIQUE KEY constraint \"PK_T\" on table \"T\"\nProblematic key value is (\"ID\" = 1)\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -79,7 +79,7 @@ func errmsgs(code int) string {
 	case 335544348:
 		return "no current record for fetch operation\n"
 	case 335544349:
-		return "attempt to store duplicate value (visible to active transactions) in unique index @1\n"
+		return "attempt to store duplicate value (visible to active transactions) in unique index \"@1\"\n"
 	case 335544350:
 		return "program attempted to exit without finishing database\n"
 	case 335544351:
@@ -99,7 +99,7 @@ func errmsgs(code int) string {
 	case 335544358:
 		return "message length error (encountered @1, expected @2)\n"
 	case 335544359:
-		return "attempted update of read-only column @1\n"
+		return "attempted update of read-only column\n"
 	case 335544360:
 		return "attempted update of read-only table\n"
 	case 335544361:
@@ -249,7 +249,7 @@ func errmsgs(code int) string {
 	case 335544433:
 		return "communication error with journal \"@1\"\n"
 	case 335544434:
-		return "key size exceeds implementation restriction for index @1\n"
+		return "key size exceeds implementation restriction for index \"@1\"\n"
 	case 335544435:
 		return "null segment of UNIQUE KEY\n"
 	case 335544436:
@@ -307,7 +307,7 @@ func errmsgs(code int) string {
 	case 335544465:
 		return "invalid BLOB type for operation\n"
 	case 335544466:
-		return "violation of FOREIGN KEY constraint @1 on table @2\n"
+		return "violation of FOREIGN KEY constraint \"@1\" on table \"@2\"\n"
 	case 335544467:
 		return "minor version too high found @1 expected @2\n"
 	case 335544468:
@@ -399,7 +399,7 @@ func errmsgs(code int) string {
 	case 335544511:
 		return "procedure @1 is not defined\n"
 	case 335544512:
-		return "Parameter mismatch for procedure @1\n"
+		return "Input parameter mismatch for procedure @1\n"
 	case 335544513:
 		return "Database @1: WAL subsystem bug for pid @2\n@3\n"
 	case 335544514:
@@ -569,7 +569,7 @@ func errmsgs(code int) string {
 	case 335544596:
 		return "Subselect illegal in this context\n"
 	case 335544597:
-		return "Cannot prepare a CREATE DATABASE statement\n"
+		return "Cannot prepare a CREATE DATABASE/SCHEMA statement\n"
 	case 335544598:
 		return "must specify column name for view select expression\n"
 	case 335544599:
@@ -649,11 +649,11 @@ func errmsgs(code int) string {
 	case 335544636:
 		return "there is no index @1 for table @2\n"
 	case 335544637:
-		return "table or procedure @1 is not referenced in plan\n"
+		return "table @1 is not referenced in plan\n"
 	case 335544638:
-		return "table or procedure @1 is referenced more than once in plan; use aliases to distinguish\n"
+		return "table @1 is referenced more than once in plan; use aliases to distinguish\n"
 	case 335544639:
-		return "table or procedure @1 is referenced in the plan but not the from list\n"
+		return "table @1 is referenced in the plan but not the from list\n"
 	case 335544640:
 		return "Invalid use of CHARACTER SET or COLLATE\n"
 	case 335544641:
@@ -693,7 +693,7 @@ func errmsgs(code int) string {
 	case 335544658:
 		return "@1 is not a valid base table of the specified view\n"
 	case 335544659:
-		return "table or procedure @1 is referenced twice in view; use an alias to distinguish\n"
+		return "table @1 is referenced twice in view; use an alias to distinguish\n"
 	case 335544660:
 		return "view @1 has more than one base table; use aliases to distinguish\n"
 	case 335544661:
@@ -705,7 +705,7 @@ func errmsgs(code int) string {
 	case 335544664:
 		return "duplicate specification of @1 - not supported\n"
 	case 335544665:
-		return "violation of PRIMARY or UNIQUE KEY constraint @1 on table @2\n"
+		return "violation of PRIMARY or UNIQUE KEY constraint \"@1\" on table \"@2\"\n"
 	case 335544666:
 		return "server version too old to support all CREATE DATABASE options\n"
 	case 335544667:
@@ -809,7 +809,7 @@ func errmsgs(code int) string {
 	case 335544716:
 		return "Service is currently busy: @1\n"
 	case 335544717:
-		return "stack size insufficient to execute current request\n"
+		return "stack size insufficent to execute current request\n"
 	case 335544718:
 		return "Invalid key for find operation\n"
 	case 335544719:
@@ -919,7 +919,7 @@ func errmsgs(code int) string {
 	case 335544772:
 		return "Floating-point divide by zero.  The code attempted to divide a floating-point value by zero.\n"
 	case 335544773:
-		return "Floating-point inexact result.  The result of a floating-point operation cannot be represented as a decimal fraction.\n"
+		return "Floating-point inexact result.  The result of a floating-point operation cannot be represented as a deciaml fraction.\n"
 	case 335544774:
 		return "Floating-point invalid operand.  An indeterminant error occurred during a floating-point operation.\n"
 	case 335544775:
@@ -949,7 +949,7 @@ func errmsgs(code int) string {
 	case 335544787:
 		return "Cannot update rows in external files.\n"
 	case 335544788:
-		return "Unable to perform operation\n"
+		return "Unable to perform operation.  You must be either SYSDBA or owner of the database\n"
 	case 335544789:
 		return "Specified EXTRACT part does not exist in input datatype\n"
 	case 335544790:
@@ -1059,9 +1059,9 @@ func errmsgs(code int) string {
 	case 335544842:
 		return "@1\n"
 	case 335544843:
-		return "Context variable '@1' is not found in namespace '@2'\n"
+		return "Context variable @1 is not found in namespace @2\n"
 	case 335544844:
-		return "Invalid namespace name '@1' passed to @2\n"
+		return "Invalid namespace name @1 passed to @2\n"
 	case 335544845:
 		return "Too many context variables\n"
 	case 335544846:
@@ -1431,7 +1431,7 @@ func errmsgs(code int) string {
 	case 335545028:
 		return "Subscript @1 out of bounds [@2, @3]\n"
 	case 335545029:
-		return "Install incomplete. To complete security database initialization please CREATE USER. For details read doc/README.security_database.txt.\n"
+		return "Install incomplete, please read the Compatibility chapter in the release notes for this version\n"
 	case 335545030:
 		return "@1 operation is not allowed for system table @2\n"
 	case 335545031:
@@ -1575,7 +1575,7 @@ func errmsgs(code int) string {
 	case 335545100:
 		return "Interface @3 version too old: expected @1, found @2\n"
 	case 335545101:
-		return "Parameter mismatch for function @1\n"
+		return "Input parameter mismatch for function @1\n"
 	case 335545102:
 		return "Error during savepoint backout - transaction invalidated\n"
 	case 335545103:
