@@ -38,11 +38,12 @@ type Step struct {
 	// Out encodes the call's answer (a batch's keep their first row, for
 	// references: record.Encoder.KeepFirst).
 	Out *record.Encoder
-	// Refused is the database's refusal of the call; Missing what a
-	// reference did not find; Ran: it ran and succeeded; Started: it was
-	// sent to the database.
+	// Refused is the database's refusal of the call; Unresolved a
+	// reference's: what it did not find (1503), or the value it found
+	// refused for its parameter as a request's would be; Ran: it ran and
+	// succeeded; Started: it was sent to the database.
 	Refused      *erp.Exception
-	Missing      string
+	Unresolved   *erp.Error
 	Ran, Started bool
 }
 
@@ -111,7 +112,7 @@ func (q *Sequence) run(ctx context.Context, tx Tx, keeper Keeper) error {
 	for i := range q.Steps { // a retried transaction starts over
 		st := &q.Steps[i]
 		st.Out.Reset()
-		st.Refused, st.Missing, st.Ran, st.Started = nil, "", false, false
+		st.Refused, st.Unresolved, st.Ran, st.Started = nil, nil, false, false
 	}
 	single := q.Single && q.Writes()
 	if q.Execute && !q.Single && !q.stepByStep && q.allWrite() {
@@ -133,9 +134,9 @@ func (q *Sequence) run(ctx context.Context, tx Tx, keeper Keeper) error {
 	size := 2 // a batch's brackets
 	for i := range q.Steps {
 		st := &q.Steps[i]
-		call, missing := resolve(st.Call, q.Steps)
-		if missing != "" {
-			st.Missing = missing
+		call, unresolved := resolve(st.Call, q.Steps)
+		if unresolved != nil {
+			st.Unresolved = unresolved
 			return ErrRollback
 		}
 		st.Started = true
@@ -226,7 +227,7 @@ func (q *Sequence) document(ctx context.Context, tx Tx, keeper Keeper) error {
 		var exc *erp.Exception
 		switch {
 		case ce.NoRow != nil:
-			st.Missing = missing(st.Call, *ce.NoRow, "no row")
+			st.Unresolved = missing(st.Call, *ce.NoRow, "no row")
 			return ErrRollback
 		case errors.As(ce.Err, &exc):
 			st.Refused = exc
@@ -274,15 +275,16 @@ func step(ctx context.Context, tx Tx, call catalog.Call, out *record.Encoder, ke
 }
 
 // resolve is call with its references filled in from the first rows of the
-// earlier steps' answers, or what a reference did not find.
-func resolve(call catalog.Call, steps []Step) (catalog.Call, string) {
+// earlier steps' answers, each checked as its parameter checks a request's
+// value (catalog.Param.Referenced), or why one cannot be.
+func resolve(call catalog.Call, steps []Step) (catalog.Call, *erp.Error) {
 	if len(call.Refs) == 0 {
-		return call, ""
+		return call, nil
 	}
 	args := append([]any(nil), call.Args...)
 	for _, ref := range call.Refs {
 		from := steps[ref.From]
-		v, ok := from.Out.First(ref.Field)
+		v, kind, ok := from.Out.First(ref.Field)
 		if !ok || !from.Ran {
 			what := "no column " + ref.Field
 			if from.Out.Rows() == 0 || !from.Ran {
@@ -290,15 +292,20 @@ func resolve(call catalog.Call, steps []Step) (catalog.Call, string) {
 			}
 			return call, missing(call, ref, what)
 		}
-		args[ref.Param] = v
+		answered, notNull := record.Answered(kind, v)
+		arg, refused := call.Op.Params[ref.Param].Referenced(call.Op.Clave, v, answered, notNull)
+		if refused != nil {
+			return call, erp.Refuse(refused.Code, "%s (it takes %s of the first row of call %d's answer)", refused.Message, ref.Field, ref.From)
+		}
+		args[ref.Param] = arg
 	}
 	call.Args = args
-	return call, ""
+	return call, nil
 }
 
 // missing says what a reference of call's did not find.
-func missing(call catalog.Call, ref catalog.Ref, what string) string {
-	return fmt.Sprintf("%s takes %s of the first row of call %d's answer, which has %s", call.Op.Params[ref.Param].Name, ref.Field, ref.From, what)
+func missing(call catalog.Call, ref catalog.Ref, what string) *erp.Error {
+	return erp.Refuse(erp.CodeReferenceMissing, "%s takes %s of the first row of call %d's answer, which has %s", call.Op.Params[ref.Param].Name, ref.Field, ref.From, what)
 }
 
 // Fingerprint identifies the sequence's request: its single call's, or a
@@ -318,7 +325,7 @@ func (q *Sequence) Fingerprint() string {
 // on execute the first refused call), -1 when none did.
 func (q *Sequence) Failed() int {
 	for i, st := range q.Steps {
-		if st.Missing != "" || q.Execute && st.Refused != nil {
+		if st.Unresolved != nil || q.Execute && st.Refused != nil {
 			return i
 		}
 	}

@@ -1,9 +1,11 @@
 package catalog
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/erp-gateway/gateway/shared/erp"
 )
@@ -164,5 +166,50 @@ func TestFingerprintIsTheValidatedRequest(t *testing.T) {
 		if fp(other) == a {
 			t.Errorf("%s has the fingerprint of another request", other)
 		}
+	}
+}
+
+// TestReferenced: a value a $from takes is checked as the request's value
+// would be, written as the answer wrote it; a date keeps its day, bytes
+// pass as they are.
+func TestReferenced(t *testing.T) {
+	stamp := time.Date(2018, 11, 4, 0, 30, 0, 0, time.FixedZone("-03", -3*3600))
+	tests := []struct {
+		name     string
+		p        Param
+		v        any
+		answered string
+		null     bool
+		want     any
+		code     erp.Code
+	}{
+		{"an integer", Param{Name: "N", Kind: Integer, Bits: 16}, int64(7), "7", false, int64(7), 0},
+		{"past its bits", Param{Name: "N", Kind: Integer, Bits: 16}, int64(40000), "40000", false, nil, erp.CodeParamFormat},
+		{"a decimal into an integer", Param{Name: "N", Kind: Integer, Bits: 32}, "1.2345", "1.2345", false, nil, erp.CodeParamFormat},
+		{"decimals a decimal holds", Param{Name: "D", Kind: Decimal, Precision: 9, Scale: 2}, "12.3000", "12.3000", false, "12.3", 0},
+		{"more decimals than it holds", Param{Name: "D", Kind: Decimal, Precision: 9, Scale: 2}, "1.2345", "1.2345", false, nil, erp.CodeParamFormat},
+		{"a small NUMERIC into text, as answered", Param{Name: "T", Kind: Text, MaxLen: 20}, "1.2E-7", "0.00000012", false, "0.00000012", 0},
+		{"a timestamp into text, as answered", Param{Name: "T", Kind: Text, MaxLen: 30}, stamp, "2018-11-04T00:30:00", false, "2018-11-04T00:30:00", 0},
+		{"a timestamp into a date: its day", Param{Name: "F", Kind: Date}, stamp, "2018-11-04T00:30:00", false, time.Date(2018, 11, 4, 0, 0, 0, 0, time.UTC), 0},
+		{"a time of day into a date", Param{Name: "F", Kind: Date}, time.Date(0, 1, 1, 0, 30, 0, 0, time.UTC), "00:30:00", false, nil, erp.CodeParamFormat},
+		{"text too long", Param{Name: "T", Kind: Text, MaxLen: 3}, "ñandú", "ñandú", false, nil, erp.CodeParamTooLong},
+		{"bytes into text, as they are", Param{Name: "T", Kind: Text, MaxLen: 3}, []byte{0, 0xff, 1, 2}, "AP8BAg==", false, []byte{0, 0xff, 1, 2}, 0},
+		{"NA into an integer: absent", Param{Name: "N", Kind: Integer, Bits: 32}, "NA", "NA", false, nil, 0},
+		{"NULL, optional", Param{Name: "N", Kind: Integer, Bits: 32}, nil, "", true, nil, 0},
+		{"NULL, required", Param{Name: "N", Kind: Integer, Bits: 32, Required: true}, nil, "", true, nil, erp.CodeParamMissing},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, refused := tt.p.Referenced("Set_X", tt.v, tt.answered, !tt.null)
+			if tt.code != 0 {
+				if refused == nil || refused.Code != tt.code || !strings.Contains(refused.Message, tt.p.Name) {
+					t.Fatalf("%v, %v; want refused %d", got, refused, tt.code)
+				}
+				return
+			}
+			if refused != nil || fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Fatalf("%#v, %v; want %#v", got, refused, tt.want)
+			}
+		})
 	}
 }

@@ -126,6 +126,9 @@ func (s *Session) Document(ctx context.Context, cs []catalog.Call, claim calls.P
 		}
 		return err
 	}
+	if strings.Contains(fb.Message, nullMarker) {
+		return fmt.Errorf("%w (%w): %w", calls.ErrStepByStep, calls.ErrRunAgain, err)
+	}
 	if m := noRow.FindStringSubmatch(fb.Message); m != nil {
 		r, _ := strconv.Atoi(m[1])
 		return &calls.CallError{Index: at, NoRow: &cs[at].Refs[r]}
@@ -159,6 +162,12 @@ var blockLineOf = regexp.MustCompile(`At block line: (\d+), col: \d+`)
 const noRowMarker = "GATEWAY$NO_ROW"
 
 var noRow = regexp.MustCompile(regexp.QuoteMeta(noRowMarker) + ` (\d+)`)
+
+// nullMarker is the text of the conversion error a document's block fails
+// with when a reference finds NULL for a required parameter: the document
+// then runs again step by step, where the reference is refused as a
+// request's null would be (catalog.Param.Referenced).
+const nullMarker = "GATEWAY$NULL_FOR_A_REQUIRED_PARAMETER"
 
 // collect encodes each row into the answer of the call it is tagged with.
 func (d *document) collect(rows driver.Rows, outs []*record.Encoder) error {
@@ -268,6 +277,9 @@ func documentBlock(cs []catalog.Call, sigs map[string]catalog.Procedure, claim c
 		for r, ref := range c.Refs {
 			args[ref.Param] = ":" + firsts[ref.From][ref.Field]
 			fmt.Fprintf(&checks, "  IF (GATEWAY$%dN = 0) THEN GATEWAY$SET = CAST('%s %d' AS INTEGER);\n", ref.From, noRowMarker, r)
+			if c.Op.Params[ref.Param].Required {
+				fmt.Fprintf(&checks, "  IF (%s IS NULL) THEN GATEWAY$SET = CAST('%s' AS INTEGER);\n", firsts[ref.From][ref.Field], nullMarker)
+			}
 		}
 		for j := range w.Args {
 			if args[j] == "" {

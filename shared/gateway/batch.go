@@ -123,8 +123,8 @@ func (h *Handler) batchAnswer(q *calls.Sequence) []byte {
 			b = append(b, ',')
 		}
 		switch {
-		case i == failed && st.Missing != "":
-			b = append(b, RefusalBody(erp.CodeReferenceMissing, fmt.Sprintf("call %d of the batch: %s; nothing of the batch was written", i, st.Missing))...)
+		case i == failed && st.Unresolved != nil:
+			b = append(b, RefusalBody(st.Unresolved.Code, fmt.Sprintf("call %d of the batch: %s; nothing of the batch was written", i, st.Unresolved.Message))...)
 		case st.Refused != nil && (i == failed || failed < 0):
 			b = append(b, h.exception(st.Refused)...)
 		case failed >= 0 && (st.Ran || st.Refused != nil):

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/gateway"
@@ -280,4 +281,58 @@ func TestDryRunOfOneCall(t *testing.T) {
 		t.Errorf("a dry run wrote %d orders", n-before)
 	}
 	assertNoOpenWrites(t, admin)
+}
+
+// TestReferencesAreCheckedAsRequestValues: a $from passes the value as the
+// answer showed it, checked as its parameter checks a request's: a date
+// into a text parameter as the answer wrote it (the driver passed it as
+// Firebird's 24-NOV-2026), and a NULL for a required parameter refused
+// 1006 whether the batch runs as one block or step by step (it was passed
+// as NULL); nothing is written.
+func TestReferencesAreCheckedAsRequestValues(t *testing.T) {
+	cfg := fbtest.Demo(t)
+	fbtest.Setup(t, cfg,
+		`CREATE OR ALTER PROCEDURE REST_TEST_NULO RETURNS (N INTEGER) AS BEGIN N = NULL; END`,
+		`GRANT EXECUTE ON PROCEDURE REST_TEST_NULO TO GATEWAY`)
+	admin := fbtest.Open(t, fbtest.Admin(t, cfg))
+	e := newEnv(t, gateway.Config{}, map[string]any{"demo": anonymous(cfg)})
+	ops := testOperations()
+	h := specAnd(t, e, named(t, ops, "Set_Pedido"), named(t, ops, "Set_Pedido_Linea"), named(t, ops, "Get_Pedido"),
+		catalog.Operation{Clave: "Set_Nulo", Endpoint: catalog.Execute, Procedure: "REST_TEST_NULO"})
+	written := func() int {
+		return count(t, admin, "SELECT (SELECT COUNT(*) FROM PEDIDOS) + (SELECT COUNT(*) FROM PEDIDOS_LINEAS) FROM RDB$DATABASE")
+	}
+	for _, c := range []struct {
+		name, body string
+		at         int
+		code       erp.Code
+		text       string
+	}{
+		{"a date into a text parameter",
+			`[{"CLAVE":"Set_Pedido","TERCERO":"800000000","FECHA":"24.11.2026"},{"CLAVE":"Get_Pedido","NUMERO":{"$from":0,"$field":"NUMERO"}},` +
+				`{"CLAVE":"Set_Pedido_Linea","NUMERO":{"$from":0,"$field":"NUMERO"},"REFERENCIA":{"$from":1,"$field":"FECHA"},"CANTIDAD":"1"}]`,
+			2, 0, "LA REFERENCIA 2026-11-24 NO EXISTE"},
+		{"a NULL for a required parameter, step by step",
+			`[{"CLAVE":"Set_Pedido","TERCERO":"800000000"},{"CLAVE":"Get_Pedido","NUMERO":{"$from":0,"$field":"NUMERO"}},` +
+				`{"CLAVE":"Set_Pedido_Linea","NUMERO":{"$from":1,"$field":"LINEA"},"REFERENCIA":"REF0001","CANTIDAD":"1"}]`,
+			2, erp.CodeParamMissing, "call 2 of the batch: NUMERO is required for CLAVE Set_Pedido_Linea, and the value it takes is null (it takes LINEA of the first row of call 1's answer)"},
+		{"a NULL for a required parameter, in one block",
+			`[{"CLAVE":"Set_Nulo"},{"CLAVE":"Set_Pedido_Linea","NUMERO":{"$from":0,"$field":"N"},"REFERENCIA":"REF0001","CANTIDAD":"1"}]`,
+			1, erp.CodeParamMissing, "call 1 of the batch: NUMERO is required for CLAVE Set_Pedido_Linea, and the value it takes is null (it takes N of the first row of call 0's answer)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := written()
+			r := send(t, h, "execute", c.body)
+			if r.status != 200 || len(r.answers) <= c.at {
+				t.Fatalf("%d %s", r.status, r.body)
+			}
+			got := r.answers[c.at]
+			if ex, _ := got["ex_execsql"].(string); got["cod_error"] != float64(c.code) || !strings.Contains(ex, c.text) {
+				t.Fatalf("call %d answered %v, want cod_error %d with %q", c.at, got, c.code, c.text)
+			}
+			if n := written(); n != before {
+				t.Fatalf("%d rows written", n-before)
+			}
+		})
+	}
 }

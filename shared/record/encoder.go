@@ -164,13 +164,13 @@ func (e *Encoder) KeepFirst() { e.keepFirst = true }
 // First is the value of column name in the first row, as Row got it; ok is
 // false when there is no row or no such column, or First was not asked for
 // (KeepFirst).
-func (e *Encoder) First(name string) (v any, ok bool) {
+func (e *Encoder) First(name string) (v any, kind Kind, ok bool) {
 	for i, c := range e.cols {
 		if c.Name == name && e.first != nil {
-			return e.first[i], true
+			return e.first[i], c.Kind, true
 		}
 	}
-	return nil, false
+	return nil, 0, false
 }
 
 // own is v, or a copy of it when the caller may reuse its bytes.

@@ -70,6 +70,30 @@ func appendValue(dst []byte, kind Kind, v any) []byte {
 	}
 }
 
+// Answered is v, a value of a column of kind, as an answer writes it, unquoted:
+// "0.00000012" for a NUMERIC the driver gives as "1.2E-7", "0.1" for a
+// FLOAT, "2018-11-04" for a DATE, a BLOB's base64. A text is itself, its
+// bytes as the database gave them. ok is false for NULL (and for what an
+// answer writes as null: a float that is not a number).
+func Answered(kind Kind, v any) (s string, ok bool) {
+	switch v := v.(type) {
+	case nil:
+		return "", false
+	case string:
+		if p, ok := plainDecimal(v); ok && (kind == Decimal || kind == Integer) {
+			return p, true
+		}
+		return v, true
+	case []byte:
+		return base64.StdEncoding.EncodeToString(v), true
+	}
+	b := appendValue(nil, kind, v)
+	if string(b) == "null" {
+		return "", false
+	}
+	return strings.Trim(string(b), `"`), true // a time's quotes; no escapes within
+}
+
 func appendFloat(dst []byte, f float64, kind Kind) []byte {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return append(dst, "null"...) // JSON has no NaN or infinity

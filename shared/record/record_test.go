@@ -153,3 +153,34 @@ func FuzzStringSize(f *testing.F) {
 		}
 	})
 }
+
+// TestAnswered: a value as its answer writes it, unquoted, for a reference
+// to pass on.
+func TestAnswered(t *testing.T) {
+	day := time.Date(2018, 11, 4, 0, 30, 0, 500_000_000, time.UTC)
+	tests := []struct {
+		kind Kind
+		v    any
+		want string
+		ok   bool
+	}{
+		{Decimal, "1.2E-7", "0.00000012", true},
+		{Decimal, "-12.3400", "-12.3400", true},
+		{Integer, int64(-7), "-7", true},
+		{Float32, float64(float32(0.1)), "0.1", true},
+		{Float64, 1e308, "1e+308", true},
+		{Float64, math.NaN(), "", false},
+		{Boolean, true, "true", true},
+		{Date, day, "2018-11-04", true},
+		{Time, day, "00:30:00.5", true},
+		{Timestamp, day, "2018-11-04T00:30:00.5", true},
+		{Binary, []byte{0, 0xff}, "AP8=", true},
+		{Text, `"a\b"`, `"a\b"`, true},
+		{Text, nil, "", false},
+	}
+	for _, tt := range tests {
+		if got, ok := Answered(tt.kind, tt.v); got != tt.want || ok != tt.ok {
+			t.Errorf("%v %#v: %q %v, want %q %v", tt.kind, tt.v, got, ok, tt.want, tt.ok)
+		}
+	}
+}
