@@ -186,6 +186,7 @@ func TestReferenced(t *testing.T) {
 		{"an integer", Param{Name: "N", Kind: Integer, Bits: 16}, int64(7), "7", false, int64(7), 0},
 		{"past its bits", Param{Name: "N", Kind: Integer, Bits: 16}, int64(40000), "40000", false, nil, erp.CodeParamFormat},
 		{"a decimal into an integer", Param{Name: "N", Kind: Integer, Bits: 32}, "1.2345", "1.2345", false, nil, erp.CodeParamFormat},
+		{"zero into a NUMERIC(18,0)", Param{Name: "D", Kind: Decimal, Precision: 18}, int64(0), "0", false, "0", 0},
 		{"decimals a decimal holds", Param{Name: "D", Kind: Decimal, Precision: 9, Scale: 2}, "12.3000", "12.3000", false, "12.3", 0},
 		{"more decimals than it holds", Param{Name: "D", Kind: Decimal, Precision: 9, Scale: 2}, "1.2345", "1.2345", false, nil, erp.CodeParamFormat},
 		{"a small NUMERIC into text, as answered", Param{Name: "T", Kind: Text, MaxLen: 20}, "1.2E-7", "0.00000012", false, "0.00000012", 0},

@@ -155,6 +155,7 @@ func TestTypedParameters(t *testing.T) {
 		{"the original's dates and NA", `"FECHA_":"22.11.2026","ISO":"NA","N":"NA","PRECIO":"","REF_":"NA"`, 0, []any{day, nil, nil, nil, nil, "NA"}},
 		{"every kind", `"FECHA_":"22.11.2026","ISO":"2026-11-22","N":"-32768","BIG":9223372036854775807,"PRECIO":"1234.5","REF_":""`, 0, []any{day, day, int64(-32768), int64(9223372036854775807), "1234.5", ""}},
 		{"decimal forms", `"FECHA_":"22.11.2026","PRECIO":"+0001234.50"`, 0, []any{day, nil, nil, nil, "1234.5", nil}},
+		{"zero", `"FECHA_":"22.11.2026","PRECIO":-0.00`, 0, []any{day, nil, nil, nil, "0", nil}},
 		{"decimal as a JSON number with exponent", `"FECHA_":"22.11.2026","PRECIO":1.5e2`, 0, []any{day, nil, nil, nil, "150", nil}},
 		{"negative zero", `"FECHA_":"22.11.2026","PRECIO":"-0.00"`, 0, []any{day, nil, nil, nil, "0", nil}},
 		{"leap day", `"FECHA_":"29.02.2028"`, 0, []any{time.Date(2028, 2, 29, 0, 0, 0, 0, time.UTC), nil, nil, nil, nil, nil}},

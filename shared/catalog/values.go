@@ -148,7 +148,9 @@ func decimal(s string, precision, scale int) (string, error) {
 	if len(frac) > scale {
 		return "", fmt.Errorf("more than %d decimals", scale)
 	}
-	if _, err := strconv.ParseInt(sign+whole+frac+strings.Repeat("0", scale-len(frac)), 10, storageBits(precision)); err != nil {
+	// The integer Firebird stores: the digits without the point, scaled.
+	stored := sign + cmp.Or(whole+frac, "0") + strings.Repeat("0", scale-len(frac))
+	if _, err := strconv.ParseInt(stored, 10, storageBits(precision)); err != nil {
 		least, greatest := numericRange(precision, scale)
 		return "", fmt.Errorf("outside the values NUMERIC(%d,%d) holds, %s to %s", precision, scale, least, greatest)
 	}
