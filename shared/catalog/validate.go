@@ -242,11 +242,12 @@ func (p Param) arg(s, clave string) (any, *erp.Error) {
 // a $from names) for p as a request's value is checked, and returns what
 // the procedure is passed: the value as the answer wrote it (answered,
 // null: ok false), except that a DATE or TIMESTAMP (v, as the driver gave
-// it) passes its day to a date parameter, and a binary value's bytes pass
-// to a text one as they are (the answer's base64 is for JSON). So a
-// reference is refused where the value written in the request would be (a
-// NULL for a required parameter, too many decimals, a text too long), and
-// passes to a text parameter what the client read.
+// it) passes to a date parameter as it is (its digits: a DATE input takes
+// its day, a TIMESTAMP one all of it), and a binary value's bytes pass to a
+// text one as they are (the answer's base64 is for JSON). So a reference is
+// refused where the value written in the request would be (a NULL for a
+// required parameter, too many decimals, a text too long), and passes to a
+// text parameter what the client read.
 func (p Param) Referenced(clave string, v any, answered string, ok bool) (any, *erp.Error) {
 	if !ok {
 		if p.Required {
@@ -257,10 +258,13 @@ func (p Param) Referenced(clave string, v any, answered string, ok bool) (any, *
 	switch v := v.(type) {
 	case time.Time:
 		if p.Kind == Date && v.Year() >= 1 {
-			return time.Date(v.Year(), v.Month(), v.Day(), 0, 0, 0, 0, time.UTC), nil
+			return time.Date(v.Year(), v.Month(), v.Day(), v.Hour(), v.Minute(), v.Second(), v.Nanosecond(), time.UTC), nil
 		}
 	case []byte:
 		if p.Kind == Text {
+			if len(v) > p.MaxLen {
+				return nil, erp.Refuse(erp.CodeParamTooLong, "%s is %d bytes long; at most %d fit", p.Name, len(v), p.MaxLen)
+			}
 			return v, nil
 		}
 	}

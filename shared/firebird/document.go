@@ -60,7 +60,9 @@ func (s *Session) Document(ctx context.Context, cs []catalog.Call, claim calls.P
 				procs = append(procs, p)
 			}
 		}
-		name += fmt.Sprintf(" %s(%d) %s(%d)", w.Procedure, len(w.Args), w.ReadBack, len(w.ReadArgs))
+		// The CLAVE: its parameters decide which references pass inside
+		// the block and which NULLs it refuses.
+		name += fmt.Sprintf(" %s:%s(%d) %s(%d)", c.Op.Clave, w.Procedure, len(w.Args), w.ReadBack, len(w.ReadArgs))
 		for _, r := range c.Refs {
 			name += fmt.Sprintf(" %d:%d:%q", r.Param, r.From, r.Field)
 		}
@@ -250,7 +252,7 @@ func documentBlock(cs []catalog.Call, sigs map[string]catalog.Procedure, claim c
 		procs[i], rbs[i], answers[i] = proc, rb, calls.Answers(w.ReadBack, proc, rb)
 		for _, ref := range c.Refs {
 			src := columnOf(answers[ref.From], ref.Field)
-			if src == nil || !sameType(*src, proc.Inputs[ref.Param]) {
+			if src == nil || !sameType(*src, proc.Inputs[ref.Param]) || !holds(c.Op.Params[ref.Param], *src) {
 				return "", nil
 			}
 			if firsts[ref.From] == nil {
@@ -389,6 +391,26 @@ func sameType(a, b catalog.DBParam) bool {
 		return true
 	case "VARCHAR":
 		return a.Charset == b.Charset && a.Charset != "NONE" && a.Charset != "OCTETS" && a.Chars <= b.Chars
+	}
+	return false
+}
+
+// holds reports whether p, the catalog's parameter, takes every value of
+// column a (of a type sameType passes inside the block) as it is: then the
+// block answers what the calls one statement each do, where Go checks the
+// value as p checks a request's (catalog.Param.Referenced). A catalog
+// narrower than the database (a 16-bit integer for an INTEGER, fewer
+// characters than the column's) sends the batch step by step.
+func holds(p catalog.Param, a catalog.DBParam) bool {
+	switch a.Type {
+	case "SMALLINT", "INTEGER", "BIGINT":
+		return p.Kind == catalog.Integer && p.Bits >= map[string]int{"SMALLINT": 16, "INTEGER": 32, "BIGINT": 64}[a.Type]
+	case "DATE":
+		return p.Kind == catalog.Date
+	case "BOOLEAN":
+		return p.Kind == catalog.Text && p.MaxLen >= len("false")
+	case "VARCHAR":
+		return p.Kind == catalog.Text && p.MaxLen >= a.Chars
 	}
 	return false
 }

@@ -288,17 +288,23 @@ func TestDryRunOfOneCall(t *testing.T) {
 // into a text parameter as the answer wrote it (the driver passed it as
 // Firebird's 24-NOV-2026), and a NULL for a required parameter refused
 // 1006 whether the batch runs as one block or step by step (it was passed
-// as NULL); nothing is written.
+// as NULL), as is a value past a catalog narrower than the database (the
+// block passed it); nothing is written.
 func TestReferencesAreCheckedAsRequestValues(t *testing.T) {
 	cfg := fbtest.Demo(t)
 	fbtest.Setup(t, cfg,
 		`CREATE OR ALTER PROCEDURE REST_TEST_NULO RETURNS (N INTEGER) AS BEGIN N = NULL; END`,
-		`GRANT EXECUTE ON PROCEDURE REST_TEST_NULO TO GATEWAY`)
+		`GRANT EXECUTE ON PROCEDURE REST_TEST_NULO TO GATEWAY`,
+		`CREATE OR ALTER PROCEDURE REST_TEST_GRANDE RETURNS (N INTEGER) AS BEGIN N = 40000; END`,
+		`GRANT EXECUTE ON PROCEDURE REST_TEST_GRANDE TO GATEWAY`)
 	admin := fbtest.Open(t, fbtest.Admin(t, cfg))
 	e := newEnv(t, gateway.Config{}, map[string]any{"demo": anonymous(cfg)})
 	ops := testOperations()
-	h := specAnd(t, e, named(t, ops, "Set_Pedido"), named(t, ops, "Set_Pedido_Linea"), named(t, ops, "Get_Pedido"),
-		catalog.Operation{Clave: "Set_Nulo", Endpoint: catalog.Execute, Procedure: "REST_TEST_NULO"})
+	narrow := named(t, ops, "Set_Pedido_Linea")
+	narrow.Clave, narrow.Params = "Set_Pedido_Linea_16", append([]catalog.Param{{Name: "NUMERO", Kind: catalog.Integer, Bits: 16, Required: true}}, narrow.Params[1:]...)
+	h := specAnd(t, e, named(t, ops, "Set_Pedido"), named(t, ops, "Set_Pedido_Linea"), named(t, ops, "Get_Pedido"), narrow,
+		catalog.Operation{Clave: "Set_Nulo", Endpoint: catalog.Execute, Procedure: "REST_TEST_NULO"},
+		catalog.Operation{Clave: "Set_Grande", Endpoint: catalog.Execute, Procedure: "REST_TEST_GRANDE"})
 	written := func() int {
 		return count(t, admin, "SELECT (SELECT COUNT(*) FROM PEDIDOS) + (SELECT COUNT(*) FROM PEDIDOS_LINEAS) FROM RDB$DATABASE")
 	}
@@ -319,6 +325,9 @@ func TestReferencesAreCheckedAsRequestValues(t *testing.T) {
 		{"a NULL for a required parameter, in one block",
 			`[{"CLAVE":"Set_Nulo"},{"CLAVE":"Set_Pedido_Linea","NUMERO":{"$from":0,"$field":"N"},"REFERENCIA":"REF0001","CANTIDAD":"1"}]`,
 			1, erp.CodeParamMissing, "call 1 of the batch: NUMERO is required for CLAVE Set_Pedido_Linea, and the value it takes is null (it takes N of the first row of call 0's answer)"},
+		{"past a catalog narrower than the database",
+			`[{"CLAVE":"Set_Grande"},{"CLAVE":"Set_Pedido_Linea_16","NUMERO":{"$from":0,"$field":"N"},"REFERENCIA":"REF0001","CANTIDAD":"1"}]`,
+			1, erp.CodeParamFormat, "call 1 of the batch: NUMERO must be a whole number of 16 bits"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			before := written()

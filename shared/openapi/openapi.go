@@ -84,7 +84,7 @@ func Document(in Input) ([]byte, error) {
 			{"description", "An answer of either endpoint, one call's: its rows (data), the database's refusal or a batch call's outcome (ex_execsql). The columns of each CLAVE's rows are in its own schema, <CLAVE>.answer: decode data with it (answers are open to columns the ERP adds later). One schema for every CLAVE, because the path is the same for all and a generator cannot tell their answers apart."},
 			{"type", "object"}, {"required", []string{"cod_error"}},
 			{"properties", obj{
-				{"cod_error", obj{{"type", "integer"}, {"minimum", 0}, {"description", fmt.Sprintf("0, or a batch call's code (%d-%d).", erp.CodeRolledBack, erp.CodeReferenceMissing)}}},
+				{"cod_error", obj{{"type", "integer"}, {"minimum", 0}, {"description", fmt.Sprintf("0, or a batch call's code (%d-%d; %d, %d or %d for a $from value its parameter refuses).", erp.CodeRolledBack, erp.CodeReferenceMissing, erp.CodeParamMissing, erp.CodeParamTooLong, erp.CodeParamFormat)}}},
 				{"data", obj{{"type", "array"}, {"items", obj{{"type", "object"}, {"additionalProperties", true}}}}},
 				{"ex_execsql", obj{{"type", "string"}}},
 			}},
@@ -216,7 +216,7 @@ func operation(in Input, endpoint catalog.Endpoint, ops obj) (op, request obj) {
 	// An object or an array: generators tell the two apart by the JSON
 	// type, which they cannot do between the operations' answers.
 	ok := answer(200, "One call's answer: the procedure's rows (`data`, each row's keys in the procedure's output order, as <CLAVE>.answer describes them), or the database's refusal (`ex_execsql`); for a batch, an array of them.", ansExamples,
-		obj{{"oneOf", []obj{ref("Answer"), {{"type", "array"}, {"description", "A batch's answer: one element per call, in order, each in the single call's shape; a failed batch's elements carry no data (codes " + fmt.Sprintf("%d-%d", erp.CodeRolledBack, erp.CodeReferenceMissing) + ")."}, {"items", ref("Answer")}}}}})
+		obj{{"oneOf", []obj{ref("Answer"), {{"type", "array"}, {"description", "A batch's answer: one element per call, in order, each in the single call's shape; a failed batch's elements carry no data (codes " + fmt.Sprintf("%d-%d; %d, %d or %d for a $from value its parameter refuses", erp.CodeRolledBack, erp.CodeReferenceMissing, erp.CodeParamMissing, erp.CodeParamTooLong, erp.CodeParamFormat) + ")."}, {"items", ref("Answer")}}}}})
 	summary, scope := "Run a read operation (a selectable procedure)", erp.ScopeEdge|erp.ScopeInstance|erp.ScopeBody|erp.ScopeDatabase
 	params := pathParams(in.Class)
 	if endpoint == catalog.Execute {
