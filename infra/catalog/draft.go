@@ -48,7 +48,7 @@ func draft(procs []catalog.Procedure) (catalog.File, []string) {
 			}
 			op.Params = append(op.Params, fp)
 			if in.Default {
-				notes = append(notes, fmt.Sprintf("%s: input %s has a default: delete it from the entry and every call gets the default, or keep it for clients to set (a field they leave out then passes NULL, not the default)", op.Clave, in.Name))
+				notes = append(notes, fmt.Sprintf("%s: input %s has a default: calls get it only if the entry lists neither it nor any input after it (arguments go by position); listed, a client sets it, and as an optional parameter a field left out passes NULL, not the default", op.Clave, in.Name))
 			}
 			if note != "" {
 				notes = append(notes, fmt.Sprintf("%s: %s", op.Clave, note))

@@ -149,7 +149,7 @@ func TestDraftNotesWhatAKindDoesNotSay(t *testing.T) {
 	doc, notes := draft([]catalog.Procedure{{Name: "REST_SELECT_X", Exists: true, Selectable: true, Inputs: in, Outputs: []catalog.DBParam{{Name: "Y", Type: "INTEGER"}}}})
 	all := strings.Join(notes, "\n")
 	for _, want := range []string{
-		"Get_X: input P_MONEDA has a default: delete it from the entry and every call gets the default",
+		"Get_X: input P_MONEDA has a default: calls get it only if the entry lists neither it nor any input after it",
 		"Get_X: input P_HASH: VARCHAR(8) CHARACTER SET OCTETS in the database: a request's text is passed as its UTF-8 bytes",
 	} {
 		if !strings.Contains(all, want) {
