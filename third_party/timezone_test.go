@@ -25,6 +25,8 @@ func TestDigitsInADaylightSavingGap(t *testing.T) {
 		{"America/New_York", "CAST('2026-03-08 03:30:00' AS TIMESTAMP)", "2026-03-08 03:30:00", false},
 		{"America/New_York", "CAST('2026-11-01 01:30:00' AS TIMESTAMP)", "2026-11-01 01:30:00", false},
 		{"America/Sao_Paulo", "CAST('2018-11-05' AS DATE)", "2018-11-05 00:00:00", false},
+		// Amsterdam's clocks moved 28 seconds at midnight on 1 July 1937.
+		{"Europe/Amsterdam", "CAST('1937-07-01' AS DATE)", "1937-07-01 00:00:00", true},
 	} {
 		t.Run(c.zone+" "+c.want, func(t *testing.T) {
 			cfg := fbtest.Demo(t)

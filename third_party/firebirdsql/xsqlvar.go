@@ -297,7 +297,7 @@ func (x *xSQLVAR) parseTimestamp(raw_value []byte, timezone string) time.Time {
 func wallClock(year, month, day, h, m, s, n int, tz *time.Location) time.Time {
 	t := time.Date(year, time.Month(month), day, h, m, s, n, tz)
 	if _, _, d := t.Date(); d == day {
-		if hh, mm, _ := t.Clock(); hh == h && mm == m {
+		if hh, mm, ss := t.Clock(); hh == h && mm == m && ss == s {
 			return t
 		}
 	}
