@@ -35,8 +35,7 @@ const (
 	NoWait
 	// Snapshot is SNAPSHOT READ ONLY, of its own, always rolled back: every
 	// statement sees the moment it began, and none writes, as a single read
-	// cannot (a rollback would not undo a generator's step or an autonomous
-	// transaction's write).
+	// cannot (a rollback would not undo an autonomous transaction's write).
 	Snapshot
 )
 

@@ -60,8 +60,8 @@ func (q *Sequence) Writes() bool {
 // Mode is the transaction the sequence runs in: a single read the
 // connection's read transaction, any write one of its own, and reads
 // together a read-only snapshot, so a read procedure that writes is refused
-// in a batch as alone (a rollback would not undo a generator's step or an
-// autonomous transaction's write).
+// in a batch as alone (a rollback would not undo an autonomous
+// transaction's write).
 func (q *Sequence) Mode() Mode {
 	switch {
 	case q.Writes():
