@@ -27,6 +27,9 @@ type Link struct {
 	mu    sync.Mutex
 	flows []*atomic.Bool // each flow's "dropped"
 	down  time.Time      // flows opened before this are dropped (Drop)
+	// closing: the bytes the server may still send before its flow is
+	// closed (CloseAfter); negative, never.
+	closing atomic.Int64
 }
 
 // NewLink proxies to cfg's server with delay each way until the test ends.
@@ -37,6 +40,7 @@ func NewLink(t testing.TB, cfg erp.Connection, delay time.Duration) *Link {
 		t.Fatal(err)
 	}
 	l := &Link{Addr: ln.Addr().String(), delay: delay}
+	l.closing.Store(-1)
 	target := net.JoinHostPort(cfg.Host, strconv.Itoa(cmp.Or(cfg.Port, erp.DefaultPort)))
 	var wg sync.WaitGroup
 	t.Cleanup(func() { ln.Close(); wg.Wait() })
@@ -79,8 +83,8 @@ func NewLink(t testing.TB, cfg erp.Connection, delay time.Duration) *Link {
 			var turn atomic.Bool // true once the server spoke last
 			turn.Store(true)
 			wg.Add(2)
-			go func() { defer wg.Done(); l.pipe(server, client, dropped, func() { l.count(&turn, false) }) }()
-			go func() { defer wg.Done(); l.pipe(client, server, dropped, func() { l.count(&turn, true) }) }()
+			go func() { defer wg.Done(); l.pipe(server, client, dropped, func() { l.count(&turn, false) }, nil) }()
+			go func() { defer wg.Done(); l.pipe(client, server, dropped, func() { l.count(&turn, true) }, &l.closing) }()
 		}
 	}()
 	return l
@@ -110,6 +114,12 @@ func (l *Link) Drop(d time.Duration) {
 	l.down = time.Now().Add(d)
 }
 
+// CloseAfter lets the server send n more bytes to its clients, then closes
+// the flow that would carry the next one, at both ends, as a server that
+// exits or a DBA's kill does (an orderly close, not Drop's silence): a
+// client reading an answer gets its first n bytes and then the end.
+func (l *Link) CloseAfter(n int64) { l.closing.Store(n) }
+
 // Through is cfg reaching its server through the link.
 func (l *Link) Through(cfg erp.Connection) erp.Connection {
 	host, port, _ := net.SplitHostPort(l.Addr)
@@ -133,8 +143,9 @@ func (l *Link) count(serverLast *atomic.Bool, server bool) {
 }
 
 // pipe copies src to dst, each piece delayed, in order, until the flow is
-// dropped; spoke is called as each piece is read.
-func (l *Link) pipe(dst, src net.Conn, dropped *atomic.Bool, spoke func()) {
+// dropped; spoke is called as each piece is read. closing, for the server's
+// side, bounds what it still delivers (CloseAfter).
+func (l *Link) pipe(dst, src net.Conn, dropped *atomic.Bool, spoke func(), closing *atomic.Int64) {
 	type piece struct {
 		b  []byte
 		at time.Time
@@ -158,6 +169,17 @@ func (l *Link) pipe(dst, src net.Conn, dropped *atomic.Bool, spoke func()) {
 		time.Sleep(time.Until(p.at))
 		if dropped.Load() {
 			continue // lost on the way; the reader goes on reading
+		}
+		if closing != nil {
+			if left := closing.Load(); left >= 0 {
+				n := min(int64(len(p.b)), left)
+				closing.Store(left - n)
+				if n < int64(len(p.b)) {
+					dst.Write(p.b[:n]) //nolint:errcheck // the flow ends here
+					closing.Store(-1)
+					break
+				}
+			}
 		}
 		if _, err := dst.Write(p.b); err != nil {
 			break

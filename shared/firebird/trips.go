@@ -2,6 +2,7 @@ package firebird
 
 import (
 	"context"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -40,6 +41,13 @@ func (w *wire) Read(p []byte) (int, error) {
 		if heard := w.heard.Load(); heard != nil {
 			(*heard)()
 		}
+	}
+	if err == io.EOF {
+		// The server closing the socket (a restart, a DBA's kill) is never
+		// the end of an answer: the driver passes a plain io.EOF from a
+		// fetch up as the end of the rows, and a read cut mid-answer would
+		// answer 200 with the rows so far.
+		err = io.ErrUnexpectedEOF
 	}
 	return n, err
 }

@@ -149,6 +149,52 @@ func TestStreamingReads(t *testing.T) {
 	})
 }
 
+// TestACutReadIsNeverAWholeAnswer: a server that closes the connection
+// while a read's rows arrive (a restart, a DBA's kill) never leaves the
+// client a whole answer with some of the rows: before the first byte the
+// read runs again on a new connection or answers 503, after it the body is
+// left unended. The driver passes the socket's end up as the end of the
+// rows, so a streamed read answered 200 with the rows so far, whole and
+// valid (found by a review that cut the link mid-read).
+func TestACutReadIsNeverAWholeAnswer(t *testing.T) {
+	demo := fbtest.Demo(t)
+	fbtest.CreateList(t, demo)
+	link := fbtest.NewLink(t, demo, 0)
+	e := newEnv(t, gateway.Config{StreamAbove: gateway.DefaultStreamAbove}, map[string]any{"demo": anonymous(link.Through(demo))})
+	srv := httptest.NewServer(e.h)
+	t.Cleanup(srv.Close)
+	url := srv.URL + path("demo", "executequery")
+	list := func(n int) string { return fmt.Sprintf(`{"CLAVE":"Get_Lista","N":"%d"}`, n) }
+	if f := fetch(t, url, list(1), nil); f.resp.StatusCode != 200 {
+		t.Fatalf("warming up: %d %s", f.resp.StatusCode, f.body)
+	}
+
+	t.Run("answered whole", func(t *testing.T) {
+		// Cut at several points of the rows: a read the gateway runs
+		// again on a new connection answers them all, one it cannot
+		// answers 503; never some of them.
+		for _, after := range []int64{8_000, 20_000, 50_000, 120_000} {
+			link.CloseAfter(after)
+			f := fetch(t, url, list(1000), nil)
+			rows := strings.Count(string(f.body), `"ID":`)
+			if !(f.resp.StatusCode == 200 && rows == 1000 && json.Valid(f.body)) && !(f.resp.StatusCode == 503 && strings.Contains(string(f.body), `"cod_error":1201`)) {
+				t.Fatalf("cut after %d bytes: %d, %d bytes, %d rows", after, f.resp.StatusCode, len(f.body), rows)
+			}
+		}
+	})
+	t.Run("streamed", func(t *testing.T) {
+		link.CloseAfter(4 << 20)
+		f := fetch(t, url, list(100_000), nil)
+		if f.resp.StatusCode != 200 || f.readErr == nil || json.Valid(f.body) {
+			t.Fatalf("%d, read error %v, %d bytes, valid JSON %v", f.resp.StatusCode, f.readErr, len(f.body), json.Valid(f.body))
+		}
+	})
+	// The pool serves on.
+	if f := fetch(t, url, list(1000), nil); f.resp.StatusCode != 200 || !json.Valid(f.body) {
+		t.Fatalf("after the cuts: %d, %d bytes", f.resp.StatusCode, len(f.body))
+	}
+}
+
 // TestStreamDeadline: a client that stops reading holds its stream no
 // longer than the stream's deadline; it then gets an unended body that is
 // not JSON, and the server serves others meanwhile.
