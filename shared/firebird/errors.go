@@ -32,9 +32,9 @@ func hasCode(fb *firebirdsql.FbError, codes []int) bool {
 }
 
 // connectionLost tells a dead or broken connection from the database's answer
-// and from the caller's own deadline. A restarted server shows as a plain
-// io.EOF; a connection the server closed (a DBA killing sessions, say) as a
-// status vector.
+// and from the caller's own deadline. A restarted server shows as an
+// unexpected EOF (the wire's: it is never an answer's end); a connection the
+// server closed (a DBA killing sessions, say) as a status vector.
 func connectionLost(ctx context.Context, err error) bool {
 	if ctx.Err() != nil {
 		return false
