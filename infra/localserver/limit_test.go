@@ -9,12 +9,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestLimitCountsWork: requests whose bodies are still arriving hold no
 // slot; requests at work hold one each, and those beyond the bound are
-// refused with 429 at once; a body larger than the handler's bound reaches
-// it as larger.
+// refused with 429 once they have waited their turn; a body larger than
+// the handler's bound reaches it as larger.
 func TestLimitCountsWork(t *testing.T) {
 	release := make(chan struct{})
 	entered := make(chan string, 16)
@@ -27,7 +28,7 @@ func TestLimitCountsWork(t *testing.T) {
 		entered <- string(b)
 		<-release
 		fmt.Fprint(w, "ok")
-	}), func(*http.Request) bool { return true }, 2, 8)
+	}), func(*http.Request) bool { return true }, 2, 8, 100*time.Millisecond)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 
@@ -76,4 +77,67 @@ func TestLimitCountsWork(t *testing.T) {
 	if got := post("123456789"); got != http.StatusRequestEntityTooLarge {
 		t.Fatalf("a body too large: %d", got)
 	}
+}
+
+// TestLimitServesWaitersInTurn: a request that finds every slot taken waits
+// for one, and waiters are served in the order they came, so a client that
+// waits as told is not overtaken by one that sends again at once; one whose
+// turn does not come within the wait is refused with 429.
+func TestLimitServesWaitersInTurn(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan string, 16)
+	h := limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		entered <- string(b)
+		<-release
+		fmt.Fprint(w, "ok")
+	}), func(*http.Request) bool { return true }, 1, 8, 10*time.Second)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	var wg sync.WaitGroup
+	post := func(url, body string) int {
+		resp, err := http.Post(url, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Error(err)
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, b := range []string{"first", "second", "third", "fourth"} {
+		wg.Go(func() {
+			if got := post(srv.URL, b); got != http.StatusOK {
+				t.Errorf("%s: %d", b, got)
+			}
+		})
+		if b == "first" {
+			if got := <-entered; got != "first" {
+				t.Fatalf("the handler read %q", got)
+			}
+			continue
+		}
+		// Each waiter well after the one before it, so their order is known.
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, want := range []string{"second", "third", "fourth"} {
+		release <- struct{}{}
+		if got := <-entered; got != want {
+			t.Fatalf("served %q, want %q next", got, want)
+		}
+	}
+	release <- struct{}{}
+	wg.Wait()
+
+	short := httptest.NewServer(limit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered <- "held"
+		<-release
+	}), func(*http.Request) bool { return true }, 1, 8, 50*time.Millisecond))
+	t.Cleanup(short.Close)
+	wg.Go(func() { post(short.URL, "a") })
+	<-entered
+	if got := post(short.URL, "b"); got != http.StatusTooManyRequests {
+		t.Fatalf("past its wait: %d, want 429", got)
+	}
+	close(release)
+	wg.Wait()
 }
