@@ -45,6 +45,12 @@ type DBParam struct {
 	Default bool
 }
 
+// Bits is the size of an integer type (SMALLINT 16, INTEGER 32, BIGINT
+// 64); 0 for the others.
+func (p DBParam) Bits() int {
+	return map[string]int{"SMALLINT": 16, "INTEGER": 32, "BIGINT": 64}[p.Type]
+}
+
 // String writes the type as SQL declares it: VARCHAR(20), NUMERIC(18,4).
 func (p DBParam) String() string {
 	switch p.Type {
@@ -355,7 +361,7 @@ func compareParam(c Param, d DBParam) (text string, fatal bool) {
 			return fmt.Sprintf("is %s in the database, a date in the catalog", d), true
 		}
 	case Integer:
-		bits := map[string]int{"SMALLINT": 16, "INTEGER": 32, "BIGINT": 64}[d.Type]
+		bits := d.Bits()
 		switch {
 		case bits == 0 && d.Type != "NUMERIC" && d.Type != "DECIMAL":
 			return fmt.Sprintf("is %s in the database, an integer in the catalog", d), true

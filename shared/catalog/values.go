@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/erp-gateway/gateway/shared/erp"
 )
 
 // dateLayout turns a format such as DD.MM.YYYY into Go's layout. Each of DD,
@@ -92,6 +94,61 @@ func (p Param) value(s string) (any, error) {
 		return d, nil
 	}
 	return s, nil
+}
+
+// arg checks s, the text of a value given for p, and returns what the
+// procedure is passed (nil: absent, NULL).
+func (p Param) arg(s, clave string) (any, *erp.Error) {
+	if p.Kind == Text {
+		if n := utf8.RuneCountInString(s); n > p.MaxLen {
+			return nil, erp.Refuse(erp.CodeParamTooLong, "%s is %d characters long; at most %d fit", p.Name, n, p.MaxLen)
+		}
+		return s, nil
+	}
+	if absent(s) {
+		if p.Required {
+			return nil, erp.Refuse(erp.CodeParamMissing, "%s is required for CLAVE %s", p.Name, clave)
+		}
+		return nil, nil
+	}
+	v, err := p.value(s)
+	if err != nil {
+		return nil, erp.Refuse(erp.CodeParamFormat, "%s", err)
+	}
+	return v, nil
+}
+
+// Referenced checks a value an earlier call of a batch answered (the column
+// a $from names) for p as a request's value is checked, and returns what
+// the procedure is passed: the value as the answer wrote it (answered,
+// null: ok false), except that a DATE or TIMESTAMP (v, as the driver gave
+// it) passes to a date parameter as it is (its digits: a DATE input takes
+// its day, a TIMESTAMP one all of it), and a binary value's bytes pass to a
+// text one as they are (the answer's base64 is for JSON). So a reference is
+// refused where the value written in the request would be (a NULL for a
+// required parameter, too many decimals, a text too long), and passes to a
+// text parameter what the client read.
+func (p Param) Referenced(clave string, v any, answered string, ok bool) (any, *erp.Error) {
+	if !ok {
+		if p.Required {
+			return nil, erp.Refuse(erp.CodeParamMissing, "%s is required for CLAVE %s, and the value it takes is null", p.Name, clave)
+		}
+		return nil, nil
+	}
+	switch v := v.(type) {
+	case time.Time:
+		if p.Kind == Date && v.Year() >= 1 {
+			return time.Date(v.Year(), v.Month(), v.Day(), v.Hour(), v.Minute(), v.Second(), v.Nanosecond(), time.UTC), nil
+		}
+	case []byte:
+		if p.Kind == Text {
+			if len(v) > p.MaxLen {
+				return nil, erp.Refuse(erp.CodeParamTooLong, "%s is %d bytes long; at most %d fit", p.Name, len(v), p.MaxLen)
+			}
+			return v, nil
+		}
+	}
+	return p.arg(answered, clave)
 }
 
 // sameShape reports whether s has digits where example has them and the

@@ -404,7 +404,7 @@ func sameType(a, b catalog.DBParam) bool {
 func holds(p catalog.Param, a catalog.DBParam) bool {
 	switch a.Type {
 	case "SMALLINT", "INTEGER", "BIGINT":
-		return p.Kind == catalog.Integer && p.Bits >= map[string]int{"SMALLINT": 16, "INTEGER": 32, "BIGINT": 64}[a.Type]
+		return p.Kind == catalog.Integer && p.Bits >= a.Bits()
 	case "DATE":
 		return p.Kind == catalog.Date
 	case "BOOLEAN":

@@ -116,7 +116,7 @@ func columnSchema(c catalog.DBParam) obj {
 		}
 		return t("string", kv{"maxLength", c.Chars})
 	case "SMALLINT", "INTEGER", "BIGINT":
-		return t("integer", kv{"format", map[string]string{"SMALLINT": "int16", "INTEGER": "int32", "BIGINT": "int64"}[c.Type]})
+		return t("integer", kv{"format", fmt.Sprintf("int%d", c.Bits())})
 	case "FLOAT":
 		return t("number", kv{"format", "float"})
 	case "DOUBLE PRECISION":
