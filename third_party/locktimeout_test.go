@@ -40,13 +40,15 @@ func TestLockTimeout(t *testing.T) {
 		// The insert fails after failsAfter and within failsWithin (the
 		// server's timer, and room for a busy machine), or is still
 		// waiting when the test's deadline (stillWaiting) cancels it.
-		// Firebird times a wait of N seconds out between N-1 and N
-		// (measured: 0.3 to 0.9 s for 1, 2.0 s for 2): its lock manager counts
-		// whole seconds.
+		// Firebird's lock manager counts whole seconds and looks at its
+		// timer when its wait wakes, so a wait of N seconds ends between
+		// N-1 and N+1 (measured: 0.3 to 0.9 s for 1, 2.0 s for 2 on an idle
+		// machine, 2.98 s for 2 under CI's race detector); the bound is
+		// N+1.5 s, far below the 10 s a wait without the option would last.
 		failsAfter, failsWithin, stillWaiting time.Duration
 	}{
-		{"WAIT, lock_timeout=1", "&lock_timeout=1", sql.LevelReadCommitted, 0, 1800 * time.Millisecond, 0},
-		{"WAIT, lock_timeout=2", "&lock_timeout=2", sql.LevelReadCommitted, 500 * time.Millisecond, 2800 * time.Millisecond, 0},
+		{"WAIT, lock_timeout=1", "&lock_timeout=1", sql.LevelReadCommitted, 0, 2500 * time.Millisecond, 0},
+		{"WAIT, lock_timeout=2", "&lock_timeout=2", sql.LevelReadCommitted, 500 * time.Millisecond, 3500 * time.Millisecond, 0},
 		{"WAIT, no lock_timeout", "", sql.LevelReadCommitted, 0, 0, 2 * time.Second},
 		// A lock timeout far longer than the bound: a NO WAIT that waited
 		// could not pass.

@@ -137,7 +137,7 @@ const maxLockReruns = 2
 // answer after it.
 func roomForAWait(ctx context.Context) bool {
 	deadline, ok := ctx.Deadline()
-	return !ok || time.Until(deadline) > lockTimeout+500*time.Millisecond
+	return !ok || time.Until(deadline) > lockWaitMax+500*time.Millisecond
 }
 
 // run takes a connection from the pool for one call, one that may still

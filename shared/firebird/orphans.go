@@ -56,9 +56,12 @@ const (
 	orphanMargin = 5 * time.Second
 	// lockTimeout is how long a statement of a WAIT transaction waits for
 	// a record lock (the driver's lock_timeout, patch 0001): the server
-	// counts it in whole seconds of its clock, so a wait lasts between 1
-	// and 2 s. A failure after waiting that long is a lockWait.
+	// counts it in whole seconds of its clock, and looks at that clock
+	// when its wait wakes, so a wait lasts between lockTimeout-1s and
+	// lockWaitMax (measured on Firebird 3.0.11: 1.56 to 2.99 s). A failure
+	// after waiting that long is a lockWait.
 	lockTimeout = 2 * time.Second
+	lockWaitMax = lockTimeout + time.Second
 	// lockWaitFloor: a conflict that took at least this long came from a
 	// wait the lock timeout ended (it lasts more than lockTimeout-1s); a
 	// conflict with a committed row comes back in milliseconds.

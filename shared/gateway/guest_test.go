@@ -179,7 +179,7 @@ func TestFrozenServerAnswersWithinTheDeadline(t *testing.T) {
 }
 
 func TestLockWaitInsideAProcedureAnswersWithinTheDeadline(t *testing.T) {
-	// Well under the lock timeout Firebird fires at 1 to 2 s: the deadline,
+	// Well under the lock timeout Firebird fires at 1 to 3 s: the deadline,
 	// not the server's refusal, must end the wait.
 	const timeout = 500 * time.Millisecond
 	e := newEnv(t, gateway.Config{Timeout: timeout}, map[string]any{"demo": anonymous(fbtest.Demo(t))})
@@ -582,7 +582,7 @@ func TestWriteWhoseCommitIsCancelledAtTheDeadline(t *testing.T) {
 			}
 		}
 	})
-	// Well under the lock timeout Firebird fires at 1 to 2 s: the deadline,
+	// Well under the lock timeout Firebird fires at 1 to 3 s: the deadline,
 	// not the server's refusal, must end the commit's wait.
 	const timeout = 500 * time.Millisecond
 	e := newEnv(t, gateway.Config{Timeout: timeout}, map[string]any{"demo": anonymous(fbtest.Demo(t))})

@@ -400,9 +400,10 @@ func TestSweepGoesThroughTheTable(t *testing.T) {
 // own procedure takes the time answers as an unkeyed one does, nothing
 // written.
 func TestKeyHeldByAnotherTransaction(t *testing.T) {
-	// Longer than the lock timeout (1-2 s), as every deadline in use is:
-	// a wait on a lock ends in the database's refusal, nothing written.
-	const timeout = 4 * time.Second
+	// Longer than the lock timeout (1-3 s) and the hunt after it, as
+	// every deadline in use is: a wait on a lock ends in the database's
+	// refusal, nothing written.
+	const timeout = 5 * time.Second
 	cfg := fbtest.Demo(t)
 	admin := setupKeys(t, cfg)
 	e := newEnv(t, gateway.Config{Timeout: timeout}, map[string]any{"demo": tenants.Instance{Connection: cfg, Idempotency: true}})
