@@ -51,7 +51,9 @@ func (s *Session) Write(ctx context.Context, name string, w calls.Write, parts f
 	o := erp.OriginOf(ctx)
 	argv := make([]any, 0, 2+len(extra)+len(w.Args)+len(w.ReadArgs))
 	argv = append(append(append(append(argv, o.TokenID, o.RequestID), extra...), w.Args...), w.ReadArgs...)
-	key := name + " " + w.Procedure + " " + w.ReadBack
+	// Two CLAVEs may call one procedure with different numbers of
+	// arguments (inputs with defaults left out): each has its own block.
+	key := fmt.Sprintf("%s %s(%d) %s(%d)", name, w.Procedure, len(w.Args), w.ReadBack, len(w.ReadArgs))
 	_, many := s.conn.many.Load(key)
 	form := key
 	if many {

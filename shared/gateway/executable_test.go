@@ -44,3 +44,33 @@ func TestAReadWithoutSuspend(t *testing.T) {
 		t.Fatalf("health: %d %s", r.Status, r.Raw)
 	}
 }
+
+// TestClavesOfOneProcedureWithTheirOwnArguments: two CLAVEs may call one
+// write procedure, one of them leaving out an input with a default
+// (catalog.md); each gets its own block on a connection, whichever ran
+// first there (the block was kept by procedure, and the other CLAVE's call
+// failed "Wrong number of parameters", answered as the database's refusal).
+func TestClavesOfOneProcedureWithTheirOwnArguments(t *testing.T) {
+	cfg := fbtest.Demo(t)
+	fbtest.Setup(t, cfg,
+		`CREATE OR ALTER PROCEDURE REST_TEST_DOS_FORMAS (P_CODIGO VARCHAR(15), P_VECES INTEGER = 7) RETURNS (CODIGO VARCHAR(15), VECES INTEGER) AS BEGIN
+			CODIGO = P_CODIGO; VECES = P_VECES;
+		END`,
+		`GRANT EXECUTE ON PROCEDURE REST_TEST_DOS_FORMAS TO GATEWAY`)
+	codigo := catalog.Param{Name: "CODIGO", MaxLen: 15, Required: true}
+	h := specAnd(t, demoEnv(t, gateway.Config{}),
+		catalog.Operation{Clave: "Set_Dos_Formas", Endpoint: catalog.Execute, Procedure: "REST_TEST_DOS_FORMAS",
+			Params: []catalog.Param{codigo, {Name: "VECES", Kind: catalog.Integer, Required: true}}},
+		catalog.Operation{Clave: "Set_Una_Forma", Endpoint: catalog.Execute, Procedure: "REST_TEST_DOS_FORMAS",
+			Params: []catalog.Param{codigo}})
+	for _, c := range []struct{ body, want string }{
+		{`{"CLAVE":"Set_Dos_Formas","CODIGO":"A","VECES":2}`, `{"cod_error":0,"data":[{"CODIGO":"A","VECES":2}]}`},
+		{`{"CLAVE":"Set_Una_Forma","CODIGO":"B"}`, `{"cod_error":0,"data":[{"CODIGO":"B","VECES":7}]}`},
+		{`{"CLAVE":"Set_Dos_Formas","CODIGO":"C","VECES":3}`, `{"cod_error":0,"data":[{"CODIGO":"C","VECES":3}]}`},
+		{`{"CLAVE":"Set_Una_Forma","CODIGO":"D"}`, `{"cod_error":0,"data":[{"CODIGO":"D","VECES":7}]}`},
+	} {
+		if r := do(t, h, http.MethodPost, path("demo", "execute"), c.body); r.Status != 200 || r.Raw != c.want {
+			t.Fatalf("%s: HTTP %d %s\nwant %s", c.body, r.Status, r.Raw, c.want)
+		}
+	}
+}
