@@ -72,3 +72,30 @@ func TestConnectionCharset(t *testing.T) {
 		t.Fatalf("an exception's text on WIN1252 %q, on UTF8 %q", w, u)
 	}
 }
+
+// TestNamesInTheConnectionCharset holds patch 0018 against Firebird: a
+// column's name comes in the connection's character set, and reads the same
+// on a WIN1252 connection as on a UTF8 one (it was kept as its WIN1252
+// bytes, "A\xd1O", which JSON answers as "A\ufffdO").
+func TestNamesInTheConnectionCharset(t *testing.T) {
+	admin := fbtest.Admin(t, fbtest.Demo(t))
+	ctx := context.Background()
+	for _, charset := range []string{"UTF8", "WIN1252"} {
+		cfg := admin
+		cfg.Charset = charset
+		db, err := sql.Open("firebirdsql", firebird.DSN(cfg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		rows, err := db.QueryContext(ctx, `SELECT 1 AS "AÑO", 'x' AS "Descripción €" FROM RDB$DATABASE`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cols, err := rows.Columns()
+		rows.Close()
+		if want := []string{"AÑO", "Descripción €"}; err != nil || !reflect.DeepEqual(cols, want) {
+			t.Errorf("on %s: columns %q, %v; want %q", charset, cols, err, want)
+		}
+	}
+}

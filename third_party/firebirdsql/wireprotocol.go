@@ -966,22 +966,22 @@ func (p *wireProtocol) describeItems(buf []byte, xsqlda []xSQLVAR) (next int, en
 			if err := requireIndex(item); err != nil {
 				return -1, i, err
 			}
-			xsqlda[index-1].fieldname = bytes_to_str(payload)
+			xsqlda[index-1].fieldname = p.decodeString(payload)
 		case isc_info_sql_relation:
 			if err := requireIndex(item); err != nil {
 				return -1, i, err
 			}
-			xsqlda[index-1].relname = bytes_to_str(payload)
+			xsqlda[index-1].relname = p.decodeString(payload)
 		case isc_info_sql_owner:
 			if err := requireIndex(item); err != nil {
 				return -1, i, err
 			}
-			xsqlda[index-1].ownname = bytes_to_str(payload)
+			xsqlda[index-1].ownname = p.decodeString(payload)
 		case isc_info_sql_alias:
 			if err := requireIndex(item); err != nil {
 				return -1, i, err
 			}
-			xsqlda[index-1].aliasname = bytes_to_str(payload)
+			xsqlda[index-1].aliasname = p.decodeString(payload)
 		default:
 			// Unknown item: payload already bounds-checked and skipped above; nothing to do.
 		}
@@ -2509,7 +2509,8 @@ func (p *wireProtocol) opCancel(kind int) error {
 
 // decodeString is a text of the server's, sent in the connection's
 // character set: a status vector's arguments (an exception's message, a
-// value quoted in an error) as values are decoded.
+// value quoted in an error) and a statement's names (a column's, its
+// alias, its relation's, its owner's) as values are decoded.
 func (p *wireProtocol) decodeString(b []byte) string {
 	if s, ok := decodeCharset(b, p.charset); ok {
 		return s
