@@ -13,12 +13,19 @@ import (
 // look at: the guesses (CLAVE names, reads against writes, required) and what
 // no kind fits.
 func draft(procs []catalog.Procedure) (catalog.File, []string) {
-	byName := map[string]catalog.Procedure{}
-	for _, p := range procs {
-		byName[p.Name] = p
-	}
-	doc := catalog.File{Comment: "Drafted by make catalog-from-db from RDB$PROCEDURE_PARAMETERS: review every entry (infra/docs/catalog.md#the-catalog)."}
 	notes := []string{"CLAVE names are guessed from the procedures' names; use the ones the clients send"}
+	byName := map[string]catalog.Procedure{}
+	procs = slices.DeleteFunc(slices.Clone(procs), func(p catalog.Procedure) bool {
+		if catalog.ValidProcedureName(p.Name) {
+			byName[p.Name] = p
+			return false
+		}
+		// Such a name ("REST_SELECT_AÑO", one with a space) only a quoted
+		// identifier reaches, which a catalog does not hold.
+		notes = append(notes, fmt.Sprintf("%q: left out: a catalog names a procedure by a plain identifier (letters, digits, _ and $); call it from a procedure named so", p.Name))
+		return true
+	})
+	doc := catalog.File{Comment: "Drafted by make catalog-from-db from RDB$PROCEDURE_PARAMETERS: review every entry (infra/docs/catalog.md#the-catalog)."}
 	seen := map[string]bool{}
 	for _, p := range procs {
 		op := catalog.FileOperation{Clave: clave(p), Endpoint: catalog.ExecuteQuery, Procedure: p.Name, Params: []catalog.FileParam{}}
@@ -59,7 +66,7 @@ func draft(procs []catalog.Procedure) (catalog.File, []string) {
 		if !p.Selectable && len(p.Outputs) == 0 {
 			op.ReadBack = readBack(p, op.Params, byName)
 			if op.ReadBack == nil {
-				notes = append(notes, fmt.Sprintf("%s: answered with no rows: it returns nothing, and no selectable procedure to read it back (read_back) was found", op.Clave))
+				notes = append(notes, fmt.Sprintf("%s: answered by one empty row ({}): it returns nothing, and no selectable procedure to read it back (read_back) was found", op.Clave))
 			}
 		}
 		doc.Operations = append(doc.Operations, op)

@@ -64,7 +64,7 @@ func TestFromDBDraftsTheDemoProcedures(t *testing.T) {
 	if !strings.Contains(byClave["Set_Pedido"], `"endpoint":"execute"`) || strings.Contains(byClave["Set_Pedido"], "read_back") {
 		t.Errorf("Set_Pedido: %s", byClave["Set_Pedido"])
 	}
-	if !strings.Contains(notes.String(), "Set_Precio: answered with no rows") {
+	if !strings.Contains(notes.String(), "Set_Precio: answered by one empty row ({})") {
 		t.Errorf("no note on the write without a read-back: %s", notes.String())
 	}
 	// Every entry is a valid catalog entry. (REST_TEST_ procedures are

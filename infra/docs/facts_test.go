@@ -26,6 +26,8 @@ func TestTheGuidesNumbersAreTheCodes(t *testing.T) {
 	}{
 		{"infra/docs/answers.md", "`max_rows`\\*\\* \\(default ([0-9,]+) rows\\)", thousands(catalog.DefaultMaxRows)},
 		{"infra/docs/catalog.md", "`max_rows` \\(default ([0-9,]+)\\)", thousands(catalog.DefaultMaxRows)},
+		{"infra/docs/catalog.md", "`procedure` \\(a plain identifier of at most ([0-9]+) characters", strconv.Itoa(catalog.MaxProcedureName)},
+		{"infra/docs/catalog.md", "a column named `([A-Z$]+)…`", catalog.BlockNames},
 		{"infra/docs/operating.md", "`max_rows` \\(([0-9,]+) by", thousands(catalog.DefaultMaxRows)},
 		{"infra/docs/answers.md", "A kept answer is at most ([0-9]+) MiB", strconv.Itoa(idempotency.KeptMax >> 20)},
 		{"README.md", "larger than a key keeps \\(([0-9]+) MiB\\)", strconv.Itoa(idempotency.KeptMax >> 20)},

@@ -183,3 +183,9 @@ func Answers(readBack string, proc, rb catalog.Procedure) []catalog.DBParam {
 func Quote(name string) string {
 	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 }
+
+// QuoteProcedure writes a catalog's procedure name as SQL reaches it: the
+// catalog holds plain identifiers, which Firebird keeps in upper case, and
+// quoted a reserved word names a procedure too (one the ERP created as
+// "VALUE": unquoted, SQL reads it as the keyword and cannot prepare).
+func QuoteProcedure(name string) string { return Quote(strings.ToUpper(name)) }

@@ -86,15 +86,32 @@ type Catalog struct {
 	ops map[string]*Operation
 }
 
-// MaxName is the longest name a catalog holds (a CLAVE, a procedure's, a
-// parameter's, a column a reference names): Firebird 3's identifiers.
+// MaxName is the longest name of a request's a catalog holds (a CLAVE, a
+// parameter's, a column a reference names), as long as Firebird 4's
+// identifiers.
 const MaxName = 63
 
-var identifier = regexp.MustCompile(fmt.Sprintf(`^[A-Za-z][A-Za-z0-9_$]{0,%d}$`, MaxName-1))
+// MaxProcedureName is the longest procedure name: Firebird 3 keeps names of
+// at most 31 bytes (RDB$PROCEDURE_NAME is a CHAR(31)), so a longer one
+// names no procedure, and a description asking for it fails whole (the
+// doctor's, the health check's: "string right truncation").
+const MaxProcedureName = 31
+
+var (
+	identifier    = regexp.MustCompile(fmt.Sprintf(`^[A-Za-z][A-Za-z0-9_$]{0,%d}$`, MaxName-1))
+	procedureName = regexp.MustCompile(fmt.Sprintf(`^[A-Za-z][A-Za-z0-9_$]{0,%d}$`, MaxProcedureName-1))
+)
 
 // ValidIdentifier reports whether name is a plain identifier, one SQL text
 // may hold unquoted: letters, digits, _ and $, at most MaxName.
 func ValidIdentifier(name string) bool { return identifier.MatchString(name) }
+
+// ValidProcedureName reports whether a catalog may name a procedure so: a
+// plain identifier of at most MaxProcedureName characters.
+func ValidProcedureName(name string) bool { return procedureName.MatchString(name) }
+
+// procedureRule says what ValidProcedureName wants, for the refusals.
+var procedureRule = fmt.Sprintf("a plain identifier of at most %d characters (letters, digits, _ and $)", MaxProcedureName)
 
 // New checks the operations, fills in their defaults and indexes them by
 // CLAVE. Procedure and parameter names are checked because procedure names
@@ -122,8 +139,8 @@ func (op *Operation) check() error {
 	if op.Endpoint != ExecuteQuery && op.Endpoint != Execute {
 		return fmt.Errorf("endpoint: %q is neither %q nor %q", op.Endpoint, ExecuteQuery, Execute)
 	}
-	if !identifier.MatchString(op.Procedure) {
-		return fmt.Errorf("procedure: %q is not a plain identifier (letters, digits, _ and $, at most %d)%s", op.Procedure, MaxName, packaged(op.Procedure))
+	if !ValidProcedureName(op.Procedure) {
+		return fmt.Errorf("procedure: %q is not %s%s", op.Procedure, procedureRule, packaged(op.Procedure))
 	}
 	if op.MaxRows < 0 {
 		return fmt.Errorf("max_rows: %d is negative", op.MaxRows)
@@ -146,8 +163,8 @@ func (op *Operation) check() error {
 	case rb == nil:
 	case op.Endpoint == ExecuteQuery:
 		return errors.New("read_back: only a write (endpoint execute) has one")
-	case !identifier.MatchString(rb.Procedure):
-		return fmt.Errorf("read_back.procedure: %q is not a plain identifier%s", rb.Procedure, packaged(rb.Procedure))
+	case !ValidProcedureName(rb.Procedure):
+		return fmt.Errorf("read_back.procedure: %q is not %s%s", rb.Procedure, procedureRule, packaged(rb.Procedure))
 	default:
 		for k, name := range rb.Params {
 			if !seen[name] {

@@ -246,9 +246,17 @@ func (op *Operation) Diagnose(db map[string]Procedure, user string) []Finding {
 		if !o.Encodable() {
 			add(true, "%s (%s): output %s is %s, which the gateway has no JSON encoding for", p.Name, op.Clave, o.Name, o)
 		}
+		if op.Endpoint == Execute && strings.HasPrefix(o.Name, BlockNames) {
+			add(true, "%s (%s): output %s takes a name the gateway's block keeps for its own variables (%s…), so the block a write runs in does not prepare and every call fails: rename the output", p.Name, op.Clave, o.Name, BlockNames)
+		}
 	}
 	return out
 }
+
+// BlockNames begins the names the blocks a write runs in declare for their
+// own variables (shared/firebird): an answer's column named so collides with
+// one of them.
+const BlockNames = "GATEWAY$"
 
 // ungranted says which exceptions p lacks USAGE on, and the grants that fix
 // it.

@@ -78,6 +78,11 @@ func TestDiagnoseNamesTheParametersACountDiffersBy(t *testing.T) {
 		{"a read-back raising an exception without USAGE",
 			write(Procedure{Name: "R", Exists: true, Selectable: true, Executable: true, Inputs: varchar("P_CODIGO"), UngrantedExceptions: []string{"E1", "E2"}}),
 			"R (read-back of Set_X): it raises E1, E2 without USAGE, so Firebird refuses to prepare it and every call fails (GRANT USAGE ON EXCEPTION E1 TO PROCEDURE R; GRANT USAGE ON EXCEPTION E2 TO PROCEDURE R)"},
+		{"a write's answer with a column named as the block's variables",
+			write(Procedure{Name: "R", Exists: true, Selectable: true, Executable: true, Inputs: varchar("P_CODIGO"), Outputs: varchar("CODIGO", "GATEWAY$P0")}),
+			"W (Set_X): output GATEWAY$P0 takes a name the gateway's block keeps for its own variables (GATEWAY$…), so the block a write runs in does not prepare and every call fails: rename the output"},
+		{"a read's column of such a name: no block", compared{Operation{Clave: "Get_X", Endpoint: ExecuteQuery, Procedure: "P"},
+			map[string]Procedure{"P": {Name: "P", Exists: true, Selectable: true, Executable: true, Outputs: varchar("GATEWAY$P0")}}}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -46,8 +46,9 @@ func describeAll(ctx context.Context, tx *sql.Tx, names []string) (map[string]ca
 
 // describeSome is describeAll for at most an IN list's names, into out.
 func describeSome(ctx context.Context, tx *sql.Tx, names []string, out map[string]catalog.Procedure) error {
-	// Unquoted, as the gateway writes them into SQL: Firebird keeps such
-	// names in upper case.
+	// In upper case, as the gateway writes them into SQL
+	// (calls.QuoteProcedure): a catalog's plain identifier names what
+	// Firebird keeps so.
 	upper := make([]string, len(names))
 	for i, n := range names {
 		upper[i] = strings.ToUpper(n)
@@ -79,10 +80,12 @@ func describeSome(ctx context.Context, tx *sql.Tx, names []string, out map[strin
 
 // DescribeMatching describes the procedures whose names match a SQL LIKE
 // pattern, sorted by name (make catalog-from-db). The pattern is matched in
-// upper case: the gateway writes procedure names into SQL unquoted, which
-// Firebird upper-cases, so `rest_%` means what it would in a statement; a
-// procedure only a quoted name reaches (lower case in the database) is left
-// out, as one the gateway cannot call. Names are compared trimmed: the system
+// upper case: a catalog's procedure names are plain identifiers, which
+// Firebird keeps in upper case, so `rest_%` means what it would in a
+// statement; a procedure only a quoted name reaches (lower case in the
+// database) is left out, as one the gateway cannot call (and one whose
+// upper-case name is no plain identifier, the drafter leaves out with a
+// note). Names are compared trimmed: the system
 // table pads them with blanks (CHAR), which an exact name would not match.
 // A backslash escapes _ and %: REST\_% does not match RESTAR_SALDO.
 func DescribeMatching(ctx context.Context, cfg erp.Connection, pattern string) ([]catalog.Procedure, error) {

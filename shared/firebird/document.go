@@ -326,7 +326,7 @@ func documentBlock(cs []catalog.Call, sigs map[string]catalog.Procedure, claim c
 		// One answering by its own rows runs as they are read below.
 		ownRows := w.ReadBack == "" && answersByItsRows(proc)
 		if !ownRows {
-			body.WriteString(runProcedure(w.Procedure+list(args), proc, dropped))
+			body.WriteString(runProcedure(calls.QuoteProcedure(w.Procedure)+list(args), proc, dropped))
 		}
 		if len(into) == 0 {
 			continue
@@ -344,11 +344,11 @@ func documentBlock(cs []catalog.Call, sigs map[string]catalog.Procedure, claim c
 		fmt.Fprintf(&body, "  GATEWAY$CALL = %d;\n", i)
 		switch {
 		case ownRows:
-			body.WriteString("  FOR SELECT * FROM " + w.Procedure + list(args) + " INTO " + strings.Join(into, ", ") + " DO\n  BEGIN\n" + first + "    SUSPEND;\n  END\n")
+			body.WriteString("  FOR SELECT * FROM " + calls.QuoteProcedure(w.Procedure) + list(args) + " INTO " + strings.Join(into, ", ") + " DO\n  BEGIN\n" + first + "    SUSPEND;\n  END\n")
 		case w.ReadBack == "":
 			body.WriteString("  BEGIN\n" + first + "    SUSPEND;\n  END\n")
 		default:
-			body.WriteString("  FOR SELECT * FROM " + w.ReadBack + list(readArgs) + " INTO " + strings.Join(into, ", ") + " DO\n  BEGIN\n" + first + "    SUSPEND;\n  END\n")
+			body.WriteString("  FOR SELECT * FROM " + calls.QuoteProcedure(w.ReadBack) + list(readArgs) + " INTO " + strings.Join(into, ", ") + " DO\n  BEGIN\n" + first + "    SUSPEND;\n  END\n")
 		}
 		// Later rows carry this call's columns NULL.
 		for _, v := range into {

@@ -63,7 +63,7 @@ func (s *Session) readQuery(ctx context.Context, procedure string, nargs int) (s
 	if errors.As(err, &fb) && hasCode(fb, []int{firebirdsql.ISCIllegalPrcType}) {
 		// Not selectable (no SUSPEND): EXECUTE PROCEDURE answers its one
 		// row of outputs, as a write's does.
-		text := "EXECUTE PROCEDURE " + procedure + placeholders(nargs)
+		text := "EXECUTE PROCEDURE " + calls.QuoteProcedure(procedure) + placeholders(nargs)
 		s.conn.reads[plain] = text
 		return text, nil
 	}
@@ -129,7 +129,7 @@ func inlineSelect(procedure string, nargs int, cols []firebirdsql.ColumnType, ut
 			fmt.Sprintf("CASE WHEN OCTET_LENGTH(%s) <= %d THEN CAST(%s AS "+as+") END AS %s", name, n, name, n, name),
 			fmt.Sprintf("CASE WHEN OCTET_LENGTH(%s) > %d THEN %s END AS %s", name, n, name, longColumn))
 	}
-	return "SELECT " + strings.Join(list, ", ") + " FROM " + procedure + placeholders(nargs), true
+	return "SELECT " + strings.Join(list, ", ") + " FROM " + calls.QuoteProcedure(procedure) + placeholders(nargs), true
 }
 
 // inlinable: a binary BLOB, or on a connection in UTF8 a text BLOB the

@@ -169,7 +169,7 @@ func named(args []any) []driver.NamedValue {
 }
 
 func selectSQL(procedure string, n int) string {
-	return "SELECT * FROM " + procedure + placeholders(n)
+	return "SELECT * FROM " + calls.QuoteProcedure(procedure) + placeholders(n)
 }
 
 func placeholders(n int) string {

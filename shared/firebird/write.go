@@ -231,9 +231,9 @@ func WriteBlock(procedure string, nargs int, readBack string, nreadArgs int, pro
 	rows := ""
 	switch {
 	case readBack != "":
-		rows = "SELECT * FROM " + readBack + readArgs
+		rows = "SELECT * FROM " + calls.QuoteProcedure(readBack) + readArgs
 	case ownRows:
-		rows = "SELECT * FROM " + procedure + args
+		rows = "SELECT * FROM " + calls.QuoteProcedure(procedure) + args
 	}
 	counted := rows != "" && len(into) > 0 && oneRow
 	if counted {
@@ -242,7 +242,7 @@ func WriteBlock(procedure string, nargs int, readBack string, nreadArgs int, pro
 	b.WriteString(parts.Declare)
 	b.WriteString("BEGIN\n" + originContext + parts.Before)
 	if !ownRows { // else it runs as its rows, the answer, are read below
-		b.WriteString(runProcedure(procedure+args, proc, dropped))
+		b.WriteString(runProcedure(calls.QuoteProcedure(procedure)+args, proc, dropped))
 	}
 	b.WriteString(parts.After)
 	switch {

@@ -74,3 +74,37 @@ func TestClavesOfOneProcedureWithTheirOwnArguments(t *testing.T) {
 		}
 	}
 }
+
+// TestProceduresNamedAsReservedWords: a procedure the ERP created under a
+// reserved word ("VALUE", "MERGE") is a plain identifier a catalog may
+// name, in either case, and is called as it is named: alone, as a write's
+// read-back, and in batches of reads and of writes (written unquoted, SQL
+// read the name as its keyword, and every call answered 503).
+func TestProceduresNamedAsReservedWords(t *testing.T) {
+	cfg := fbtest.Demo(t)
+	fbtest.Setup(t, cfg,
+		`CREATE OR ALTER PROCEDURE "VALUE" (P_N INTEGER) RETURNS (N INTEGER) AS BEGIN N = P_N; SUSPEND; END`,
+		`CREATE OR ALTER PROCEDURE "MERGE" (P_N INTEGER) RETURNS (N INTEGER) AS BEGIN N = P_N + 1; END`,
+		`GRANT EXECUTE ON PROCEDURE "VALUE" TO GATEWAY`,
+		`GRANT EXECUTE ON PROCEDURE "MERGE" TO GATEWAY`)
+	n := []catalog.Param{{Name: "N", Kind: catalog.Integer, Required: true}}
+	h := specAnd(t, demoEnv(t, gateway.Config{}),
+		catalog.Operation{Clave: "Get_Value", Endpoint: catalog.ExecuteQuery, Procedure: "VALUE", Params: n},
+		catalog.Operation{Clave: "Set_Merge", Endpoint: catalog.Execute, Procedure: "merge", Params: n},
+		catalog.Operation{Clave: "Set_Merge_Leido", Endpoint: catalog.Execute, Procedure: "Merge", Params: n,
+			ReadBack: &catalog.ReadBack{Procedure: "value", Params: []string{"N"}}})
+	for _, c := range []struct{ endpoint, body, want string }{
+		{"executequery", `{"CLAVE":"Get_Value","N":1}`, `{"cod_error":0,"data":[{"N":1}]}`},
+		{"execute", `{"CLAVE":"Set_Merge","N":1}`, `{"cod_error":0,"data":[{"N":2}]}`},
+		{"execute", `{"CLAVE":"Set_Merge_Leido","N":5}`, `{"cod_error":0,"data":[{"N":5}]}`},
+		{"executequery", `[{"CLAVE":"Get_Value","N":1},{"CLAVE":"Get_Value","N":2}]`, `[{"cod_error":0,"data":[{"N":1}]},{"cod_error":0,"data":[{"N":2}]}]`},
+		{"execute", `[{"CLAVE":"Set_Merge","N":1},{"CLAVE":"Set_Merge_Leido","N":{"$from":0,"$field":"N"}}]`, `[{"cod_error":0,"data":[{"N":2}]},{"cod_error":0,"data":[{"N":2}]}]`},
+	} {
+		if r := send(t, h, c.endpoint, c.body); r.status != 200 || r.body != c.want {
+			t.Errorf("%s: HTTP %d %s\nwant %s", c.body, r.status, r.body, c.want)
+		}
+	}
+	if r := do(t, h, http.MethodGet, "/demo/health", ""); r.Status != 200 || r.Raw != `{"cod_error":0,"status":"ok"}` {
+		t.Fatalf("health: %d %s", r.Status, r.Raw)
+	}
+}

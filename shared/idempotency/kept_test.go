@@ -149,31 +149,31 @@ func TestKeyedBlock(t *testing.T) {
 		want           string
 	}{
 		{"no arguments", write{Write: calls.Write{Procedure: "P", ReadBack: "R"}}, catalog.Procedure{}, one, false,
-			head + ")\nRETURNS (\"CODIGO\" TYPE OF \"RDB$9\")\nAS\nDECLARE GATEWAY$SET INTEGER;\n" + claim + "  EXECUTE PROCEDURE P;\n  FOR SELECT * FROM R INTO :\"CODIGO\" DO SUSPEND;\nEND"},
+			head + ")\nRETURNS (\"CODIGO\" TYPE OF \"RDB$9\")\nAS\nDECLARE GATEWAY$SET INTEGER;\n" + claim + "  EXECUTE PROCEDURE \"P\";\n  FOR SELECT * FROM \"R\" INTO :\"CODIGO\" DO SUSPEND;\nEND"},
 		{"arguments and values", write{Write: calls.Write{Procedure: "P", ReadBack: "R", Args: []any{1, 2}, ReadArgs: []any{1}}},
 			catalog.Procedure{Inputs: []catalog.DBParam{{Name: "A", Domain: "RDB$1"}, {Name: "B", Domain: "d"}}, Outputs: []catalog.DBParam{{Name: "X", Domain: "RDB$3"}}},
 			catalog.Procedure{Inputs: []catalog.DBParam{{Name: "A", Domain: "RDB$8"}}, Outputs: []catalog.DBParam{{Name: "CODIGO", Domain: "RDB$9"}, {Name: "name", Domain: "RDB$10"}}}, false,
 			head + ", GATEWAY$P0 TYPE OF \"RDB$1\" = ?, GATEWAY$P1 TYPE OF \"d\" = ?, GATEWAY$R0 TYPE OF \"RDB$8\" = ?)\n" +
 				"RETURNS (\"CODIGO\" TYPE OF \"RDB$9\", \"name\" TYPE OF \"RDB$10\")\nAS\nDECLARE GATEWAY$SET INTEGER;\nDECLARE GATEWAY$O0 TYPE OF \"RDB$3\";\n" + claim +
-				"  EXECUTE PROCEDURE P(:GATEWAY$P0, :GATEWAY$P1) RETURNING_VALUES :GATEWAY$O0;\n" +
-				"  FOR SELECT * FROM R(:GATEWAY$R0) INTO :\"CODIGO\", :\"name\" DO SUSPEND;\nEND"},
+				"  EXECUTE PROCEDURE \"P\"(:GATEWAY$P0, :GATEWAY$P1) RETURNING_VALUES :GATEWAY$O0;\n" +
+				"  FOR SELECT * FROM \"R\"(:GATEWAY$R0) INTO :\"CODIGO\", :\"name\" DO SUSPEND;\nEND"},
 		{"a selectable procedure, read back", write{Write: calls.Write{Procedure: "P", ReadBack: "R", Args: []any{1}}},
 			catalog.Procedure{Selectable: true, Inputs: []catalog.DBParam{{Name: "A", Domain: "RDB$1"}}, Outputs: []catalog.DBParam{{Name: "X", Domain: "RDB$3"}}}, one, false,
 			head + ", GATEWAY$P0 TYPE OF \"RDB$1\" = ?)\nRETURNS (\"CODIGO\" TYPE OF \"RDB$9\")\nAS\nDECLARE GATEWAY$SET INTEGER;\nDECLARE GATEWAY$O0 TYPE OF \"RDB$3\";\n" + claim +
-				"  FOR SELECT * FROM P(:GATEWAY$P0) INTO :GATEWAY$O0 DO BEGIN END\n  FOR SELECT * FROM R INTO :\"CODIGO\" DO SUSPEND;\nEND"},
+				"  FOR SELECT * FROM \"P\"(:GATEWAY$P0) INTO :GATEWAY$O0 DO BEGIN END\n  FOR SELECT * FROM \"R\" INTO :\"CODIGO\" DO SUSPEND;\nEND"},
 		{"a selectable procedure's own rows", write{Write: calls.Write{Procedure: "P", Args: []any{1}}},
 			catalog.Procedure{Selectable: true, Inputs: []catalog.DBParam{{Name: "A", Domain: "RDB$1"}}, Outputs: []catalog.DBParam{{Name: "X", Domain: "RDB$3"}}}, catalog.Procedure{}, false,
 			head + ", GATEWAY$P0 TYPE OF \"RDB$1\" = ?)\nRETURNS (\"X\" TYPE OF \"RDB$3\")\nAS\nDECLARE GATEWAY$SET INTEGER;\n" + claim +
-				"  FOR SELECT * FROM P(:GATEWAY$P0) INTO :\"X\" DO SUSPEND;\nEND"},
+				"  FOR SELECT * FROM \"P\"(:GATEWAY$P0) INTO :\"X\" DO SUSPEND;\nEND"},
 		{"a selectable procedure's one row", write{Write: calls.Write{Procedure: "P"}},
 			catalog.Procedure{Selectable: true, Outputs: []catalog.DBParam{{Name: "X", Domain: "RDB$3"}}}, catalog.Procedure{}, true,
 			head + ")\nRETURNS (\"X\" TYPE OF \"RDB$3\")\nAS\nDECLARE GATEWAY$SET INTEGER;\nDECLARE GATEWAY$ROWS INTEGER = 0;\n" + claim +
-				"  FOR SELECT * FROM P INTO :\"X\" DO\n  BEGIN\n" +
+				"  FOR SELECT * FROM \"P\" INTO :\"X\" DO\n  BEGIN\n" +
 				"    GATEWAY$ROWS = GATEWAY$ROWS + 1;\n    IF (GATEWAY$ROWS > 1) THEN GATEWAY$SET = CAST('GATEWAY$MANY_ROWS' AS INTEGER);\n" +
 				"  END\n  IF (GATEWAY$ROWS = 1) THEN SUSPEND;\nEND"},
 		{"a selectable procedure without outputs", write{Write: calls.Write{Procedure: "P"}},
 			catalog.Procedure{Selectable: true}, catalog.Procedure{}, true,
-			head + ")\nAS\nDECLARE GATEWAY$SET INTEGER;\n" + claim + "  FOR SELECT * FROM P INTO :GATEWAY$SET DO BEGIN END\nEND"},
+			head + ")\nAS\nDECLARE GATEWAY$SET INTEGER;\n" + claim + "  FOR SELECT * FROM \"P\" INTO :GATEWAY$SET DO BEGIN END\nEND"},
 		{"keeping a selectable procedure's own rows", write{Write: calls.Write{Procedure: "P"}, keep: true},
 			catalog.Procedure{Selectable: true, Outputs: []catalog.DBParam{{Name: "N", Domain: "RDB$9", Type: "INTEGER"}}}, catalog.Procedure{}, false,
 			head + ")\n" +
@@ -183,7 +183,7 @@ func TestKeyedBlock(t *testing.T) {
 				keeping +
 				"  GATEWAY$A = 'K1;i1:N';\n" +
 				"  GATEWAY$KEPT = 1;\n" +
-				"  FOR SELECT * FROM P INTO :\"N\" DO\n" +
+				"  FOR SELECT * FROM \"P\" INTO :\"N\" DO\n" +
 				"  BEGIN\n" +
 				"    GATEWAY$V = COALESCE(OCTET_LENGTH(CAST(:\"N\" AS VARCHAR(32) CHARACTER SET UTF8)) || ':' || CAST(:\"N\" AS VARCHAR(32) CHARACTER SET UTF8), '-');\n" +
 				"    IF (GATEWAY$KEPT = 1 AND OCTET_LENGTH(GATEWAY$A) + OCTET_LENGTH(GATEWAY$V) <= 8000) THEN GATEWAY$A = GATEWAY$A || GATEWAY$V;\n" +
@@ -193,7 +193,7 @@ func TestKeyedBlock(t *testing.T) {
 				"  IF (GATEWAY$KEPT = 1) THEN UPDATE GATEWAY_IDEMPOTENCY SET ANSWER = :GATEWAY$A WHERE RDB$DB_KEY = :GATEWAY$ROW;\n" +
 				"END"},
 		{"an argument too many", write{Write: calls.Write{Procedure: "P", ReadBack: "R", Args: []any{1}}}, catalog.Procedure{}, one, false,
-			head + ", GATEWAY$P0 INTEGER = ?)\nRETURNS (\"CODIGO\" TYPE OF \"RDB$9\")\nAS\nDECLARE GATEWAY$SET INTEGER;\n" + claim + "  EXECUTE PROCEDURE P(:GATEWAY$P0);\n  FOR SELECT * FROM R INTO :\"CODIGO\" DO SUSPEND;\nEND"},
+			head + ", GATEWAY$P0 INTEGER = ?)\nRETURNS (\"CODIGO\" TYPE OF \"RDB$9\")\nAS\nDECLARE GATEWAY$SET INTEGER;\n" + claim + "  EXECUTE PROCEDURE \"P\"(:GATEWAY$P0);\n  FOR SELECT * FROM \"R\" INTO :\"CODIGO\" DO SUSPEND;\nEND"},
 		{"keeping the answer", write{Write: calls.Write{Procedure: "P", ReadBack: "R", ReadArgs: []any{1}}, keep: true}, catalog.Procedure{},
 			catalog.Procedure{Inputs: []catalog.DBParam{{Name: "A", Domain: "RDB$8"}}, Outputs: []catalog.DBParam{{Name: "CODIGO", Domain: "RDB$9", Type: "VARCHAR", Charset: "UTF8", Chars: 15}, {Name: "it's", Domain: "RDB$10", Type: "INTEGER"}}}, false,
 			head + ", GATEWAY$R0 TYPE OF \"RDB$8\" = ?)\n" +
@@ -201,10 +201,10 @@ func TestKeyedBlock(t *testing.T) {
 				"AS\n" +
 				"DECLARE GATEWAY$SET INTEGER;\n" +
 				keeping +
-				"  EXECUTE PROCEDURE P;\n" +
+				"  EXECUTE PROCEDURE \"P\";\n" +
 				"  GATEWAY$A = 'K1;t6:CODIGOi4:it''s';\n" +
 				"  GATEWAY$KEPT = 1;\n" +
-				"  FOR SELECT * FROM R(:GATEWAY$R0) INTO :\"CODIGO\", :\"it's\" DO\n" +
+				"  FOR SELECT * FROM \"R\"(:GATEWAY$R0) INTO :\"CODIGO\", :\"it's\" DO\n" +
 				"  BEGIN\n" +
 				"    GATEWAY$V = COALESCE(OCTET_LENGTH(CAST(:\"CODIGO\" AS VARCHAR(15) CHARACTER SET UTF8)) || ':' || CAST(:\"CODIGO\" AS VARCHAR(15) CHARACTER SET UTF8), '-')\n" +
 				"      || COALESCE(OCTET_LENGTH(CAST(:\"it's\" AS VARCHAR(32) CHARACTER SET UTF8)) || ':' || CAST(:\"it's\" AS VARCHAR(32) CHARACTER SET UTF8), '-');\n" +
@@ -222,10 +222,10 @@ func TestKeyedBlock(t *testing.T) {
 				"DECLARE GATEWAY$SET INTEGER;\n" +
 				"DECLARE GATEWAY$ROWS INTEGER = 0;\n" +
 				keeping +
-				"  EXECUTE PROCEDURE P;\n" +
+				"  EXECUTE PROCEDURE \"P\";\n" +
 				"  GATEWAY$A = 'K1;i1:N';\n" +
 				"  GATEWAY$KEPT = 1;\n" +
-				"  FOR SELECT * FROM R INTO :\"N\" DO\n" +
+				"  FOR SELECT * FROM \"R\" INTO :\"N\" DO\n" +
 				"  BEGIN\n" +
 				"    GATEWAY$ROWS = GATEWAY$ROWS + 1;\n" +
 				"    IF (GATEWAY$ROWS > 1) THEN GATEWAY$SET = CAST('GATEWAY$MANY_ROWS' AS INTEGER);\n" +
