@@ -116,8 +116,9 @@ func TestLimitServesWaitersInTurn(t *testing.T) {
 			}
 			continue
 		}
-		// Each waiter well after the one before it, so their order is known.
-		time.Sleep(100 * time.Millisecond)
+		// Each waiter well after the one before it, so their order is known
+		// (a loopback request reaches its wait in about a millisecond).
+		time.Sleep(250 * time.Millisecond)
 	}
 	for _, want := range []string{"second", "third", "fourth"} {
 		release <- struct{}{}

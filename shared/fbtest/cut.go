@@ -51,9 +51,9 @@ func CutCommits(t testing.TB, target string) *CommitCutter {
 			go io.Copy(io.Discard, client) //nolint:errcheck // a black hole
 			return
 		}
-		mute := &atomic.Bool{}
-		go c.toClient(client, server, mute)
-		go c.toServer(client, server, mute)
+		l := &flow{}
+		go c.toClient(client, server, l)
+		go c.toServer(client, server, l)
 	})
 	return c
 }
@@ -75,13 +75,23 @@ func proxy(ln net.Listener, target string, serve func(client, server net.Conn)) 
 	}
 }
 
-// toClient forwards the server's answers until mute, and none while the
-// link is silent.
-func (c *CommitCutter) toClient(client, server net.Conn, mute *atomic.Bool) {
+// flow is what a flow's two directions share.
+type flow struct {
+	mute atomic.Bool // the server's answers are lost
+	// lost is when the last answer was lost (UnixNano), 0 before one.
+	lost atomic.Int64
+}
+
+// toClient forwards the server's answers until the flow is muted, and none
+// while the link is silent.
+func (c *CommitCutter) toClient(client, server net.Conn, l *flow) {
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := server.Read(buf)
-		if n > 0 && !mute.Load() && !c.silent() {
+		if n > 0 && l.mute.Load() {
+			l.lost.Store(time.Now().UnixNano())
+		}
+		if n > 0 && !l.mute.Load() && !c.silent() {
 			if _, err := client.Write(buf[:n]); err != nil {
 				return
 			}
@@ -92,7 +102,7 @@ func (c *CommitCutter) toClient(client, server net.Conn, mute *atomic.Bool) {
 	}
 }
 
-func (c *CommitCutter) toServer(client, server net.Conn, mute *atomic.Bool) {
+func (c *CommitCutter) toServer(client, server net.Conn, l *flow) {
 	defer client.Close()
 	defer server.Close()
 	buf := make([]byte, 64<<10)
@@ -102,10 +112,17 @@ func (c *CommitCutter) toServer(client, server net.Conn, mute *atomic.Bool) {
 			if c.armed.CompareAndSwap(true, false) {
 				c.cut.Add(1)
 				if c.after.Load() {
-					// The server gets the send; its answer is lost.
-					mute.Store(true)
-					server.Write(buf[:n]) //nolint:errcheck // cut right after
-					time.Sleep(100 * time.Millisecond)
+					// The server gets the send; its answer is lost, once
+					// the server has sent it whole (nothing more for 100
+					// ms), so that what it commits is committed however
+					// busy the machine is.
+					l.mute.Store(true)
+					server.Write(buf[:n]) //nolint:errcheck // cut once answered
+					for waited := time.Now(); time.Since(waited) < 10*time.Second; time.Sleep(10 * time.Millisecond) {
+						if lost := l.lost.Load(); lost != 0 && time.Since(time.Unix(0, lost)) > 100*time.Millisecond {
+							break
+						}
+					}
 				}
 				if hold := c.hold.Load(); hold > 0 {
 					// Neither end learns of the cut, and every flow

@@ -129,15 +129,24 @@ func TestAWriteAfterARestartRunsAgain(t *testing.T) {
 	token := fbtest.Token(t, e.acc, "demo")
 	for _, key := range []string{"", "restart"} {
 		code := fmt.Sprintf("R%d", time.Now().UnixNano()%1e12)
-		if r := postKeyed(t, e.h, token, "", pago("W"+code, 1)); r.status != 200 {
-			t.Fatalf("warm-up: %+v\n%s", r, e.log.String())
-		}
-		warm := time.Now()
-		fbtest.KillFirebird(t)
-		time.Sleep(100 * time.Millisecond) // the killed server's sockets closed
-		fbtest.WaitForFirebird(t, admin)
-		if took := time.Since(warm); took > 4*time.Second {
-			t.Fatalf("the restart took %s: the write after it would not send its commit with its block (5 s)", took)
+		// The restart must leave the connection within its 5 s of
+		// freshness (a busy machine's may not: the cycle runs again).
+		for try := 1; ; try++ {
+			if r := postKeyed(t, e.h, token, "", pago(fmt.Sprintf("W%d%s", try, code), 1)); r.status != 200 {
+				t.Fatalf("warm-up: %+v\n%s", r, e.log.String())
+			}
+			warm := time.Now()
+			fbtest.KillFirebird(t)
+			time.Sleep(100 * time.Millisecond) // the killed server's sockets closed
+			fbtest.WaitForFirebird(t, admin)
+			took := time.Since(warm)
+			if took <= 4*time.Second {
+				break
+			}
+			if try == 3 {
+				t.Fatalf("the restart took %s: the write after it would not send its commit with its block (5 s)", took)
+			}
+			t.Logf("the restart took %s; again", took)
 		}
 		k := ""
 		if key != "" {

@@ -217,7 +217,7 @@ func setTerceros(code string, extra ...string) string {
 	return "{" + strings.Join(append(fields, extra...), ",") + "}"
 }
 
-func newCode() string { return fmt.Sprintf("T%d", rand.Int64N(1e13)) }
+func newCode() string { return fmt.Sprintf("T%013d", rand.Int64N(1e13)) }
 
 func TestSetTercerosCreatesAndAnswersLikeGetTerceros(t *testing.T) {
 	e := demoEnv(t, gateway.Config{})

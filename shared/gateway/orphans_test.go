@@ -34,6 +34,12 @@ const (
 	cutBound = cutTimeout + 5*time.Second
 )
 
+// lockWaitAnswered bounds a write that met a lock: Firebird ends our lock
+// wait (lock_timeout=2) within 3 s (2.98 s seen under CI), and the orphan
+// hunt after it takes at most 2 s (shared/firebird's lockWaitMax and
+// huntTimeout).
+const lockWaitAnswered = 5 * time.Second
+
 // ours counts the transactions that could hold anything (any but read-only
 // READ COMMITTED) of the gateway's attachments, and the oldest one's age:
 // those the server still holds active (firebird.Active), all of them while
@@ -358,7 +364,7 @@ func TestALiveKeyIsNeverTaken(t *testing.T) {
 		began := time.Now()
 		retry := send(t, e.h, "execute", pago(code, 1), "Authorization", "Bearer "+token, "Idempotency-Key", key)
 		took := time.Since(began)
-		if retry.status != http.StatusConflict || !strings.Contains(retry.body, `"cod_error":1404`) || retry.header.Get("Retry-After") != "1" || took > 3*time.Second {
+		if retry.status != http.StatusConflict || !strings.Contains(retry.body, `"cod_error":1404`) || retry.header.Get("Retry-After") != "1" || took > lockWaitAnswered {
 			t.Fatalf("a retry while the first runs: %d %s (Retry-After %q) after %s", retry.status, retry.body, retry.header.Get("Retry-After"), took)
 		}
 		t.Logf("a retry answered 409 after %s", took.Round(time.Millisecond))
@@ -524,7 +530,9 @@ func TestAPeriodicHuntCancelsAnIdleOrphan(t *testing.T) {
 func TestOrphansOfAnotherEnvironment(t *testing.T) {
 	cfg := fbtest.Demo(t)
 	admin := setupKeys(t, cfg)
-	e := newEnvOpts(t, gateway.Config{Timeout: 4 * time.Second}, firebird.Options{},
+	// A deadline past a lock wait and its hunt: the unkeyed first try
+	// answers "locked", not its deadline.
+	e := newEnvOpts(t, gateway.Config{Timeout: lockWaitAnswered + time.Second}, firebird.Options{},
 		map[string]any{"demo": tenants.Instance{Connection: cfg, Idempotency: true}})
 	token, scope, err := e.acc.Mint("demo", erp.Limits{})
 	if err != nil {
@@ -540,13 +548,15 @@ func TestOrphansOfAnotherEnvironment(t *testing.T) {
 			}
 			if want(s) {
 				t.Logf("%s: answered after %s, in %d requests", what, time.Since(began).Round(time.Millisecond), i+1)
-				if time.Since(began) > 12*time.Second {
-					t.Errorf("%s: %s, want within the orphan's 6 s bound and a deadline", what, time.Since(began))
+				// The orphan's 6 s bound, then at most two tries, each a
+				// lock wait and its Retry-After.
+				if most := 6*time.Second + 2*(lockWaitAnswered+time.Second); time.Since(began) > most {
+					t.Errorf("%s: %s, want within %s: the orphan's 6 s bound and two tries", what, time.Since(began), most)
 				}
 				return
 			}
-			if time.Since(began) > 20*time.Second {
-				t.Fatalf("%s: no answer in 20 s; the last: %d %s", what, s.status, s.body)
+			if time.Since(began) > 30*time.Second {
+				t.Fatalf("%s: no answer in 30 s; the last: %d %s", what, s.status, s.body)
 			}
 			if s.header.Get("Retry-After") != "1" {
 				t.Fatalf("%s: %d %s without Retry-After: 1", what, s.status, s.body)
@@ -581,7 +591,7 @@ func TestOrphansOfAnotherEnvironment(t *testing.T) {
 			},
 			func(s sent) bool { return s.status == http.StatusOK && strings.Contains(s.body, `"data"`) },
 			func(s sent, took time.Duration) {
-				if s.status != http.StatusConflict || !strings.Contains(s.body, `"cod_error":1404`) || took > 3*time.Second {
+				if s.status != http.StatusConflict || !strings.Contains(s.body, `"cod_error":1404`) || took > lockWaitAnswered {
 					t.Errorf("the first try: %d %s after %s, want 409 within a lock timeout", s.status, s.body, took)
 				}
 			})
