@@ -53,16 +53,21 @@ var ErrStepByStep = errors.New("calls: the calls run one statement each")
 var ErrRunAgain = errors.New("calls: the transaction runs again")
 
 // CallError is the failure of one call of a Document: Err, or a reference
-// of the call's that found no row in the answer it names (NoRow).
+// of the call's that found no row in the answer it names (NoRow), or NULL
+// for a required parameter (Null).
 type CallError struct {
 	Index int
 	NoRow *catalog.Ref
+	Null  *catalog.Ref
 	Err   error
 }
 
 func (e *CallError) Error() string {
-	if e.NoRow != nil {
+	switch {
+	case e.NoRow != nil:
 		return fmt.Sprintf("call %d: a reference to call %d found no row", e.Index, e.NoRow.From)
+	case e.Null != nil:
+		return fmt.Sprintf("call %d: a reference to call %d found null for a required parameter", e.Index, e.Null.From)
 	}
 	return fmt.Sprintf("call %d: %v", e.Index, e.Err)
 }

@@ -229,6 +229,12 @@ func (q *Sequence) document(ctx context.Context, tx Tx, keeper Keeper) error {
 		case ce.NoRow != nil:
 			st.Unresolved = missing(st.Call, *ce.NoRow, "no row")
 			return ErrRollback
+		case ce.Null != nil:
+			// Refused as the reference is when the calls run one by one.
+			if _, refused := st.Call.Op.Params[ce.Null.Param].Referenced(st.Call.Op.Clave, nil, "", false); refused != nil {
+				st.Unresolved = refusedReference(*ce.Null, refused)
+				return ErrRollback
+			}
 		case errors.As(ce.Err, &exc):
 			st.Refused = exc
 			return ErrRollback
@@ -295,12 +301,18 @@ func resolve(call catalog.Call, steps []Step) (catalog.Call, *erp.Error) {
 		answered, notNull := record.Answered(kind, v)
 		arg, refused := call.Op.Params[ref.Param].Referenced(call.Op.Clave, v, answered, notNull)
 		if refused != nil {
-			return call, erp.Refuse(refused.Code, "%s (it takes %s of the first row of call %d's answer)", refused.Message, ref.Field, ref.From)
+			return call, refusedReference(ref, refused)
 		}
 		args[ref.Param] = arg
 	}
 	call.Args = args
 	return call, nil
+}
+
+// refusedReference is the refusal of a value ref takes, refused by its
+// parameter as a request's would be.
+func refusedReference(ref catalog.Ref, refused *erp.Error) *erp.Error {
+	return erp.Refuse(refused.Code, "%s (it takes %s of the first row of call %d's answer)", refused.Message, ref.Field, ref.From)
 }
 
 // missing says what a reference of call's did not find.

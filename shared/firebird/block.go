@@ -66,22 +66,34 @@ type block struct {
 
 // unblock removes from a failure of a block the position in the block
 // that the server appends ("At block line: 4, col: 3"), so that a
-// procedure's refusal reads exactly as the plain call's does.
+// procedure's refusal reads exactly as the plain call's does. The block is
+// the outermost frame, named last: a position before it is the
+// procedure's own (a block it ran by EXECUTE STATEMENT), which the plain
+// call names too.
 func unblock(err error) error {
 	var fb *firebirdsql.FbError
 	if !errors.As(err, &fb) {
 		return err
 	}
-	for i, c := range fb.GDSCodes {
-		if c != firebirdsql.ISCStackTrace || i >= len(fb.Params) {
-			continue
-		}
-		for j, p := range fb.Params[i] {
-			fb.Params[i][j] = blockLine.ReplaceAllString(p, "")
+	for i := len(fb.GDSCodes) - 1; i >= 0; i-- {
+		if fb.GDSCodes[i] == firebirdsql.ISCStackTrace && i < len(fb.Params) && len(fb.Params[i]) > 0 {
+			last := len(fb.Params[i]) - 1
+			fb.Params[i][last] = dropLastBlockLine(fb.Params[i][last])
+			break
 		}
 	}
-	fb.Message = blockLine.ReplaceAllString(fb.Message, "")
+	fb.Message = dropLastBlockLine(fb.Message)
 	return err
+}
+
+// dropLastBlockLine is s without its last "At block line" line.
+func dropLastBlockLine(s string) string {
+	m := blockLine.FindAllStringIndex(s, -1)
+	if m == nil {
+		return s
+	}
+	last := m[len(m)-1]
+	return s[:last[0]] + s[last[1]:]
 }
 
 var blockLine = regexp.MustCompile(`(?m)\n?^At block line: \d+, col: \d+$`)

@@ -33,6 +33,12 @@ func TestUnblock(t *testing.T) {
 			"violation of PRIMARY or UNIQUE KEY constraint \"PK_T\" on table \"T\"\nProblematic key value is (\"ID\" = 1)\nAt block line: 3, col: 3\n",
 			[][]string{{"PK_T", "T"}, {`("ID" = 1)`}, {""}},
 			"violation of PRIMARY or UNIQUE KEY constraint \"PK_T\" on table \"T\"\nProblematic key value is (\"ID\" = 1)\n"},
+		{"a block the procedure ran: its position is the procedure's",
+			[]int{firebirdsql.ISCExcept, 335544382, 335544382, firebirdsql.ISCStackTrace},
+			[][]string{{"1"}, {"E_REST"}, {"dyn 4"}, {"At block line: 1, col: 38\nAt procedure 'REST_SET_ESBLOCK' line: 4, col: 3\nAt block line: 5, col: 3"}},
+			"exception 1\nE_REST\ndyn 4\nAt block line: 1, col: 38\nAt procedure 'REST_SET_ESBLOCK' line: 4, col: 3\nAt block line: 5, col: 3\n",
+			[][]string{{"1"}, {"E_REST"}, {"dyn 4"}, {"At block line: 1, col: 38\nAt procedure 'REST_SET_ESBLOCK' line: 4, col: 3"}},
+			"exception 1\nE_REST\ndyn 4\nAt block line: 1, col: 38\nAt procedure 'REST_SET_ESBLOCK' line: 4, col: 3\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

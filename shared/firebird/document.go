@@ -128,8 +128,9 @@ func (s *Session) Document(ctx context.Context, cs []catalog.Call, claim calls.P
 		}
 		return err
 	}
-	if strings.Contains(fb.Message, nullMarker) {
-		return fmt.Errorf("%w (%w): %w", calls.ErrStepByStep, calls.ErrRunAgain, err)
+	if m := nullRef.FindStringSubmatch(fb.Message); m != nil {
+		r, _ := strconv.Atoi(m[1])
+		return &calls.CallError{Index: at, Null: &cs[at].Refs[r]}
 	}
 	if m := noRow.FindStringSubmatch(fb.Message); m != nil {
 		r, _ := strconv.Atoi(m[1])
@@ -166,10 +167,14 @@ const noRowMarker = "GATEWAY$NO_ROW"
 var noRow = regexp.MustCompile(regexp.QuoteMeta(noRowMarker) + ` (\d+)`)
 
 // nullMarker is the text of the conversion error a document's block fails
-// with when a reference finds NULL for a required parameter: the document
-// then runs again step by step, where the reference is refused as a
-// request's null would be (catalog.Param.Referenced).
+// with when a reference finds NULL for a required parameter, then the
+// reference's index among the call's: the reference is refused as a
+// request's null would be (catalog.Param.Referenced), with no second run
+// of the calls before it (which repeated what their failure does not
+// undo: a generator's step, an autonomous transaction's write).
 const nullMarker = "GATEWAY$NULL_FOR_A_REQUIRED_PARAMETER"
+
+var nullRef = regexp.MustCompile(regexp.QuoteMeta(nullMarker) + ` (\d+)`)
 
 // collect encodes each row into the answer of the call it is tagged with.
 func (d *document) collect(rows driver.Rows, outs []*record.Encoder) error {
@@ -280,7 +285,7 @@ func documentBlock(cs []catalog.Call, sigs map[string]catalog.Procedure, claim c
 			args[ref.Param] = ":" + firsts[ref.From][ref.Field]
 			fmt.Fprintf(&checks, "  IF (GATEWAY$%dN = 0) THEN GATEWAY$SET = CAST('%s %d' AS INTEGER);\n", ref.From, noRowMarker, r)
 			if c.Op.Params[ref.Param].Required {
-				fmt.Fprintf(&checks, "  IF (%s IS NULL) THEN GATEWAY$SET = CAST('%s' AS INTEGER);\n", firsts[ref.From][ref.Field], nullMarker)
+				fmt.Fprintf(&checks, "  IF (%s IS NULL) THEN GATEWAY$SET = CAST('%s %d' AS INTEGER);\n", firsts[ref.From][ref.Field], nullMarker, r)
 			}
 		}
 		for j := range w.Args {

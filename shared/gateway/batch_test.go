@@ -325,12 +325,15 @@ func TestReferencesAreCheckedAsRequestValues(t *testing.T) {
 		{"a NULL for a required parameter, in one block",
 			`[{"CLAVE":"Set_Nulo"},{"CLAVE":"Set_Pedido_Linea","NUMERO":{"$from":0,"$field":"N"},"REFERENCIA":"REF0001","CANTIDAD":"1"}]`,
 			1, erp.CodeParamMissing, "call 1 of the batch: NUMERO is required for CLAVE Set_Pedido_Linea, and the value it takes is null (it takes N of the first row of call 0's answer)"},
+		{"a NULL for a required parameter, after a write that steps a generator",
+			`[{"CLAVE":"Set_Pedido","TERCERO":"800000000"},{"CLAVE":"Set_Nulo"},{"CLAVE":"Set_Pedido_Linea","NUMERO":{"$from":1,"$field":"N"},"REFERENCIA":"REF0001","CANTIDAD":"1"}]`,
+			2, erp.CodeParamMissing, "call 2 of the batch: NUMERO is required for CLAVE Set_Pedido_Linea, and the value it takes is null (it takes N of the first row of call 1's answer)"},
 		{"past a catalog narrower than the database",
 			`[{"CLAVE":"Set_Grande"},{"CLAVE":"Set_Pedido_Linea_16","NUMERO":{"$from":0,"$field":"N"},"REFERENCIA":"REF0001","CANTIDAD":"1"}]`,
 			1, erp.CodeParamFormat, "call 1 of the batch: NUMERO must be a whole number of 16 bits"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			before := written()
+			before, numbered := written(), count(t, admin, "SELECT GEN_ID(GEN_PEDIDOS, 0) FROM RDB$DATABASE")
 			r := send(t, h, "execute", c.body)
 			if r.status != 200 || len(r.answers) <= c.at {
 				t.Fatalf("%d %s", r.status, r.body)
@@ -341,6 +344,11 @@ func TestReferencesAreCheckedAsRequestValues(t *testing.T) {
 			}
 			if n := written(); n != before {
 				t.Fatalf("%d rows written", n-before)
+			}
+			// The calls before the refused one ran once: what their
+			// rollback does not undo (a generator's step) happened once.
+			if steps := count(t, admin, "SELECT GEN_ID(GEN_PEDIDOS, 0) FROM RDB$DATABASE") - numbered; steps != strings.Count(c.body, `"CLAVE":"Set_Pedido"`) {
+				t.Fatalf("the order numbers stepped %d times", steps)
 			}
 		})
 	}
