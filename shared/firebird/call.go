@@ -210,12 +210,13 @@ func (cur *pool) full() bool {
 // behind, on every path.
 //
 // Reads run in the connection's read transaction, READ COMMITTED READ ONLY,
-// kept between calls for the connection's life: Firebird 3 starts such a
-// transaction pre-committed, so it holds back neither the oldest active
-// transaction nor garbage collection, and each statement in it sees what is
-// committed when it starts. Keeping it saves a begin and a commit, two of
-// the four round trips of a read, and about a quarter of the server's CPU
-// per read (infra/docs/measurements.md).
+// which Firebird 3 starts pre-committed: it holds back neither the oldest
+// active transaction nor garbage collection, and each statement in it sees
+// what is committed when it starts. Each call ends it with its commit
+// deferred (endReadLater): the commit goes with the connection's next
+// request, and the next read's begin with its execute, so a read costs no
+// round trip for either, and no read sees what another kept in its
+// transaction.
 //
 // Writes end the read transaction, then run in a READ COMMITTED WAIT
 // transaction of their own, committed or rolled back before call returns.
@@ -239,13 +240,12 @@ func (c *conn) call(ctx context.Context, opts Options, mode calls.Mode, at *atom
 		// only writes (the execute function's) then never has one to end
 		// before each write.
 		s.reads = true
-		if err := body(ctx, s); err != nil {
-			// A failed statement is undone on its own; the transaction
-			// stays usable when the connection does.
+		err := body(ctx, s)
+		if err != nil {
 			c.settle(ctx, fc, err)
-			return err
 		}
-		return nil
+		c.endReadLater()
+		return err
 	}
 
 	if err := c.endRead(); err != nil {
@@ -276,6 +276,30 @@ func (c *conn) call(ctx context.Context, opts Options, mode calls.Mode, at *atom
 		return err
 	}
 	return nil
+}
+
+// endReadLater ends the read transaction of a call that read, its commit
+// sent with the connection's next request (the driver's CommitLater):
+// that request runs in a transaction of its own, which sees nothing the
+// read kept for its transaction (the rows of a global temporary table ON
+// COMMIT DELETE ROWS, its USER_TRANSACTION context), where a read
+// transaction kept between calls let a read see an earlier one's, another
+// token's too. Until then the server keeps it, pre-committed and read-only:
+// it holds nothing back. The driver begins the next one with its first
+// execute; a new statement's prepare, which needs a transaction begun,
+// begins it in a round trip of its own, once per statement and connection.
+func (c *conn) endReadLater() {
+	if c.read == nil || c.broken {
+		return
+	}
+	later, ok := c.read.(interface{ CommitLater() error })
+	if !ok {
+		c.endRead() //nolint:errcheck // a failure marks the connection broken
+		return
+	}
+	if err := later.CommitLater(); err != nil {
+		c.broken = true
+	}
 }
 
 // endRead ends the connection's read transaction, if any. Rollback rather

@@ -1,13 +1,16 @@
 package gateway_test
 
 import (
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/erp-gateway/gateway/shared/catalog"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/gateway"
+	"github.com/erp-gateway/gateway/shared/tenants"
 )
 
 // TestAReadWithoutSuspend: a read whose procedure has no SUSPEND (an ERP
@@ -106,5 +109,75 @@ func TestProceduresNamedAsReservedWords(t *testing.T) {
 	}
 	if r := do(t, h, http.MethodGet, "/demo/health", ""); r.Status != 200 || r.Raw != `{"cod_error":0,"status":"ok"}` {
 		t.Fatalf("health: %d %s", r.Status, r.Raw)
+	}
+}
+
+// TestReadsDoNotShareATransaction: a read procedure may keep state for its
+// transaction (a global temporary table ON COMMIT DELETE ROWS, a
+// USER_TRANSACTION context variable: Firebird lets a read-only
+// transaction write both); each request's read sees none of another's,
+// another token's included, as each would in a transaction of its own
+// (a connection's read transaction was kept between requests, and the
+// second read counted the first's rows and read its context).
+func TestReadsDoNotShareATransaction(t *testing.T) {
+	cfg := fbtest.Demo(t)
+	fbtest.Setup(t, cfg,
+		`EXECUTE BLOCK AS BEGIN
+			IF (NOT EXISTS (SELECT 1 FROM RDB$RELATIONS WHERE RDB$RELATION_NAME = 'TEST_GTT_LECTURA')) THEN
+				EXECUTE STATEMENT 'CREATE GLOBAL TEMPORARY TABLE TEST_GTT_LECTURA (X INTEGER) ON COMMIT DELETE ROWS';
+		END`,
+		`CREATE OR ALTER PROCEDURE REST_TEST_ESTADO (P_V VARCHAR(10)) RETURNS (N INTEGER, ANTES VARCHAR(10)) AS BEGIN
+			INSERT INTO TEST_GTT_LECTURA VALUES (1); SELECT COUNT(*) FROM TEST_GTT_LECTURA INTO N;
+			ANTES = RDB$GET_CONTEXT('USER_TRANSACTION', 'TEST_ESTADO');
+			RDB$SET_CONTEXT('USER_TRANSACTION', 'TEST_ESTADO', P_V); SUSPEND;
+		END`,
+		`GRANT SELECT, INSERT ON TEST_GTT_LECTURA TO PROCEDURE REST_TEST_ESTADO`,
+		`GRANT EXECUTE ON PROCEDURE REST_TEST_ESTADO TO GATEWAY`)
+	e := newEnv(t, gateway.Config{}, map[string]any{"demo": tenants.Instance{Connection: cfg}})
+	h := specAnd(t, e, catalog.Operation{Clave: "Get_Estado", Endpoint: catalog.ExecuteQuery, Procedure: "REST_TEST_ESTADO",
+		Params: []catalog.Param{{Name: "V", MaxLen: 10, Required: true}}})
+	want := `{"cod_error":0,"data":[{"N":1,"ANTES":null}]}`
+	for i, token := range []string{fbtest.Token(t, e.acc, "demo"), fbtest.Token(t, e.acc, "demo"), fbtest.Token(t, e.acc, "demo")} {
+		req := httptest.NewRequest(http.MethodPost, path("demo", "executequery"), strings.NewReader(fmt.Sprintf(`{"CLAVE":"Get_Estado","V":"secreto%d"}`, i)))
+		req.Header.Set("Authorization", "Bearer "+token)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != 200 || rec.Body.String() != want {
+			t.Fatalf("read %d: HTTP %d %s, want %s", i, rec.Code, rec.Body, want)
+		}
+	}
+}
+
+// TestAProceduresOwnBlockLineIsKept: a procedure that raises inside a block
+// it runs (EXECUTE STATEMENT 'EXECUTE BLOCK …') has that block's position
+// in its stack, as isql prints it; a write, run inside the gateway's own
+// block, loses only the gateway's position, and answers as the read of the
+// same procedure does (it lost both, leaving an empty line).
+func TestAProceduresOwnBlockLineIsKept(t *testing.T) {
+	cfg := fbtest.Demo(t)
+	fbtest.Setup(t, cfg,
+		`CREATE OR ALTER PROCEDURE REST_TEST_ES_BLOQUE (P_ID INTEGER) RETURNS (R INTEGER) AS BEGIN
+			R = P_ID;
+			EXECUTE STATEMENT 'EXECUTE BLOCK AS BEGIN IF (1 = 1) THEN EXCEPTION REST_ERROR ''dinámico ' || P_ID || '''; END';
+			SUSPEND;
+		END`,
+		`GRANT USAGE ON EXCEPTION REST_ERROR TO PROCEDURE REST_TEST_ES_BLOQUE`,
+		`GRANT USAGE ON EXCEPTION REST_ERROR TO GATEWAY`,
+		`GRANT EXECUTE ON PROCEDURE REST_TEST_ES_BLOQUE TO GATEWAY`)
+	id := []catalog.Param{{Name: "ID", Kind: catalog.Integer, Required: true}}
+	h := specAnd(t, demoEnv(t, gateway.Config{}),
+		catalog.Operation{Clave: "Get_Es_Bloque", Endpoint: catalog.ExecuteQuery, Procedure: "REST_TEST_ES_BLOQUE", Params: id},
+		catalog.Operation{Clave: "Set_Es_Bloque", Endpoint: catalog.Execute, Procedure: "REST_TEST_ES_BLOQUE", Params: id})
+	read := send(t, h, "executequery", `{"CLAVE":"Get_Es_Bloque","ID":4}`)
+	if read.status != 200 || !strings.Contains(read.body, `dinámico 4\r\nAt block line: 1, col: `) || !strings.Contains(read.body, `At procedure 'REST_TEST_ES_BLOQUE' line: 3`) {
+		t.Fatalf("the read: %d %s", read.status, read.body)
+	}
+	for _, c := range []struct{ body, want string }{
+		{`{"CLAVE":"Set_Es_Bloque","ID":4}`, read.body},
+		{`[{"CLAVE":"Set_Es_Bloque","ID":4}]`, "[" + read.body + "]"},
+	} {
+		if got := send(t, h, "execute", c.body); got.status != 200 || got.body != c.want {
+			t.Errorf("%s: %d %s\nwant %s", c.body, got.status, got.body, c.want)
+		}
 	}
 }

@@ -315,6 +315,43 @@ func (tx *firebirdsqlTx) Commit() (err error) {
 	return
 }
 
+// CommitLater ends the transaction without a round trip of its own: on a
+// lazy port its commit waits in the write buffer for the connection's next
+// request, as Firebird's own client defers a statement's free, and its
+// answer is read late, before that request's (a refusal among the answers
+// read late is kept: lazyErr). For the driver the transaction has ended:
+// its next statement begins another, in the same round trip when it can
+// (beginsWith). The server ends it when the next request arrives, before
+// anything of that request runs, so the next transaction of the connection
+// never sees what it kept for itself (the rows of a global temporary table
+// ON COMMIT DELETE ROWS, its USER_TRANSACTION context). Meant for a
+// read-only transaction, whose commit has nothing to refuse: its outcome
+// is not reported. On a port that is not lazy it commits at once.
+func (tx *firebirdsqlTx) CommitLater() error {
+	tx.ctx = nil
+	if tx.needBegin {
+		return nil // never begun: nothing to commit
+	}
+	lazy := tx.fc.wp.acceptType&ptype_MASK == ptype_lazy_send
+	corked := tx.fc.wp.corked
+	tx.fc.wp.corked = corked || lazy
+	err := tx.fc.wp.opCommit(tx.transHandle)
+	tx.fc.wp.corked = corked
+	if err != nil {
+		return err
+	}
+	if lazy {
+		tx.fc.wp.lazyResponseCount++
+	} else if _, _, _, err = tx.fc.wp.opResponseTimeout(abandonReadTimeout); err != nil {
+		return err
+	}
+	tx.fc.wp.clearInlineBlobCache(tx.transHandle)
+	// Unlike Commit, the transaction stays what it was begun as (not the
+	// connection's autocommit one): its next statement begins it again.
+	tx.needBegin = true
+	return nil
+}
+
 // Rollback keeps its fixed teardown bound instead of the BeginTx context:
 // database/sql rolls back precisely when that context has ended.
 func (tx *firebirdsqlTx) Rollback() (err error) {

@@ -1,0 +1,87 @@
+package thirdparty
+
+import (
+	"context"
+	"database/sql/driver"
+	"testing"
+
+	"github.com/erp-gateway/gateway/shared/fbtest"
+)
+
+// TestCommitLater holds patch 0019 against Firebird: a read-only
+// transaction ended by CommitLater costs no round trip; its commit goes
+// with the next statement, which begins another transaction in that same
+// round trip and sees nothing the ended one kept for itself (its
+// USER_TRANSACTION context, its global temporary table's rows); the
+// server has ended the first by then (MON$TRANSACTIONS).
+func TestCommitLater(t *testing.T) {
+	cfg := fbtest.Demo(t)
+	fbtest.Setup(t, cfg,
+		`RECREATE GLOBAL TEMPORARY TABLE TEST_GTT_LATER (X INTEGER) ON COMMIT DELETE ROWS`,
+		`GRANT SELECT, INSERT ON TEST_GTT_LATER TO GATEWAY`)
+	admin := fbtest.Open(t, fbtest.Admin(t, cfg))
+	db, c := countedDBOf(t, cfg, "")
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	err = conn.Raw(func(dc any) error {
+		fc := dc.(driverConn)
+		tx, err := fc.BeginTx(ctx, driver.TxOptions{Isolation: driver.IsolationLevel(2), ReadOnly: true}) // READ COMMITTED
+		if err != nil {
+			return err
+		}
+		later, ok := tx.(interface{ CommitLater() error })
+		if !ok {
+			t.Fatalf("%T has no CommitLater", tx)
+		}
+		// What a transaction keeps for itself: its number, a context
+		// variable, a temporary table's rows (read-only transactions may
+		// write both).
+		const state = `EXECUTE BLOCK RETURNS (T BIGINT, V VARCHAR(10), N BIGINT) AS BEGIN
+			T = CURRENT_TRANSACTION; V = RDB$GET_CONTEXT('USER_TRANSACTION', 'LATER');
+			RDB$SET_CONTEXT('USER_TRANSACTION', 'LATER', 'kept');
+			INSERT INTO TEST_GTT_LATER VALUES (1); SELECT COUNT(*) FROM TEST_GTT_LATER INTO N; SUSPEND; END`
+		st, err := fc.PrepareContext(ctx, state)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		read := func() (id int64, v any, n int64) {
+			rows, err := st.(driver.StmtQueryContext).QueryContext(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			dest := make([]driver.Value, 3)
+			if err := rows.Next(dest); err != nil {
+				t.Fatal(err)
+			}
+			return dest[0].(int64), dest[1], dest[2].(int64)
+		}
+		first, v, n := read()
+		if v != nil || n != 1 {
+			t.Fatalf("a new transaction: context %v, %d rows", v, n)
+		}
+		if trips := c.during(func() { err = later.CommitLater() }); err != nil || trips != 0 {
+			t.Fatalf("CommitLater: %v in %d round trips, want none", err, trips)
+		}
+		var second int64
+		if trips := c.during(func() { second, v, n = read() }); trips != 1 {
+			t.Errorf("the commit, the next transaction's begin and its read: %d round trips, want 1", trips)
+		}
+		if second == first || v != nil || n != 1 {
+			t.Errorf("after CommitLater: transaction %d (the first was %d), context %v, %d rows: want another transaction, nothing kept", second, first, v, n)
+		}
+		var alive int
+		if err := admin.QueryRowContext(ctx, "SELECT COUNT(*) FROM MON$TRANSACTIONS WHERE MON$TRANSACTION_ID = ?", first).Scan(&alive); err != nil || alive != 0 {
+			t.Errorf("the first transaction: %d alive (%v), want ended", alive, err)
+		}
+		return tx.Rollback()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
