@@ -23,8 +23,9 @@ import (
 type Mode int
 
 const (
-	// ReadOnly is the connection's read transaction, READ COMMITTED READ
-	// ONLY, kept between calls: Firebird 3 starts it pre-committed.
+	// ReadOnly is a read's transaction, READ COMMITTED READ ONLY, ended
+	// with the connection's next request: Firebird 3 starts it
+	// pre-committed.
 	ReadOnly Mode = iota
 	// ReadWrite is READ COMMITTED WAIT, of its own: concurrent inserts of
 	// one key wait for each other (a lock timeout long) and get the

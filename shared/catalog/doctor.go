@@ -222,7 +222,7 @@ func (op *Operation) Diagnose(db map[string]Procedure, user string) []Finding {
 			add(fatal, "%s (%s): input %s %s", p.Name, op.Clave, p.Inputs[i].Name, text)
 		}
 	}
-	outputs := p.Outputs
+	outputs, answerer := p.Outputs, p.Name
 	if rb := op.ReadBack; rb != nil {
 		q, ok := db[rb.Procedure]
 		named, differs := mismatched(len(rb.Params), q.Inputs)
@@ -240,14 +240,16 @@ func (op *Operation) Diagnose(db map[string]Procedure, user string) []Finding {
 		if len(q.UngrantedExceptions) > 0 {
 			add(true, "%s (read-back of %s): %s", q.Name, op.Clave, ungranted(q))
 		}
-		outputs = q.Outputs
+		outputs, answerer = q.Outputs, q.Name
 	}
 	for _, o := range outputs {
 		if !o.Encodable() {
 			add(true, "%s (%s): output %s is %s, which the gateway has no JSON encoding for", p.Name, op.Clave, o.Name, o)
 		}
 		if op.Endpoint == Execute && strings.HasPrefix(o.Name, BlockNames) {
-			add(true, "%s (%s): output %s takes a name the gateway's block keeps for its own variables (%s…), so the block a write runs in does not prepare and every call fails: rename the output", p.Name, op.Clave, o.Name, BlockNames)
+			// A warning: only the names the block declares collide, and
+			// which those are is the block's to say.
+			add(false, "%s (%s): output %s takes a name like those the gateway's block keeps for its own variables (%s…): if it is one of them, the block a write runs in does not prepare and every call fails; rename the output", answerer, op.Clave, o.Name, BlockNames)
 		}
 	}
 	return out

@@ -78,10 +78,7 @@ func TestDiagnoseNamesTheParametersACountDiffersBy(t *testing.T) {
 		{"a read-back raising an exception without USAGE",
 			write(Procedure{Name: "R", Exists: true, Selectable: true, Executable: true, Inputs: varchar("P_CODIGO"), UngrantedExceptions: []string{"E1", "E2"}}),
 			"R (read-back of Set_X): it raises E1, E2 without USAGE, so Firebird refuses to prepare it and every call fails (GRANT USAGE ON EXCEPTION E1 TO PROCEDURE R; GRANT USAGE ON EXCEPTION E2 TO PROCEDURE R)"},
-		{"a write's answer with a column named as the block's variables",
-			write(Procedure{Name: "R", Exists: true, Selectable: true, Executable: true, Inputs: varchar("P_CODIGO"), Outputs: varchar("CODIGO", "GATEWAY$P0")}),
-			"W (Set_X): output GATEWAY$P0 takes a name the gateway's block keeps for its own variables (GATEWAY$…), so the block a write runs in does not prepare and every call fails: rename the output"},
-		{"a read's column of such a name: no block", compared{Operation{Clave: "Get_X", Endpoint: ExecuteQuery, Procedure: "P"},
+		{"a read's column named as a write block's variables: no block", compared{Operation{Clave: "Get_X", Endpoint: ExecuteQuery, Procedure: "P"},
 			map[string]Procedure{"P": {Name: "P", Exists: true, Selectable: true, Executable: true, Outputs: varchar("GATEWAY$P0")}}}, ""},
 	}
 	for _, tt := range tests {
@@ -101,6 +98,22 @@ func TestDiagnoseNamesTheParametersACountDiffersBy(t *testing.T) {
 				t.Fatalf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), tt.want)
 			}
 		})
+	}
+}
+
+// TestDiagnoseWarnsOfAnAnswerNamedAsTheBlocksVariables: a write's answer
+// column named GATEWAY$… may collide with its block's variables (then every
+// call fails): a warning naming the procedure whose column it is.
+func TestDiagnoseWarnsOfAnAnswerNamedAsTheBlocksVariables(t *testing.T) {
+	op := Operation{Clave: "Set_X", Endpoint: Execute, Procedure: "W", ReadBack: &ReadBack{Procedure: "R"}}
+	db := map[string]Procedure{
+		"W": {Name: "W", Exists: true, Executable: true},
+		"R": {Name: "R", Exists: true, Selectable: true, Executable: true, Outputs: []DBParam{{Name: "CODIGO", Type: "INTEGER"}, {Name: "GATEWAY$P0", Type: "INTEGER"}}},
+	}
+	got := op.Diagnose(db, "GATEWAY")
+	want := "R (Set_X): output GATEWAY$P0 takes a name like those the gateway's block keeps for its own variables (GATEWAY$…): if it is one of them, the block a write runs in does not prepare and every call fails; rename the output"
+	if len(got) != 1 || got[0].Fatal || got[0].Text != want {
+		t.Fatalf("findings %+v, want the warning %q", got, want)
 	}
 }
 

@@ -72,8 +72,8 @@ func (p *Pools) Ping(ctx context.Context, t erp.Target, silence time.Duration) e
 }
 
 // Transact runs body in a transaction of mode on one of the instance's
-// connections, committed when body returns nil (a ReadOnly one is kept: see
-// conn.call), and returns what failed as the domain's outcomes (classify).
+// connections, committed when body returns nil (a ReadOnly one is ended
+// with the connection's next request: see conn.call), and returns what failed as the domain's outcomes (classify).
 // A call that finds its connection dead before a commit was sent is retried
 // once on a fresh pool: nothing of it can have been committed. One that gave
 // up waiting for a lock (lockWait) hunts for orphans, and runs again when the
@@ -212,8 +212,8 @@ func (cur *pool) full() bool {
 // Reads run in the connection's read transaction, READ COMMITTED READ ONLY,
 // which Firebird 3 starts pre-committed: it holds back neither the oldest
 // active transaction nor garbage collection, and each statement in it sees
-// what is committed when it starts. Each call ends it with its commit
-// deferred (endReadLater): the commit goes with the connection's next
+// what is committed when it starts. Each call ends it with its rollback
+// deferred (endReadLater): the rollback goes with the connection's next
 // request, and the next read's begin with its execute, so a read costs no
 // round trip for either, and no read sees what another kept in its
 // transaction.
@@ -278,8 +278,10 @@ func (c *conn) call(ctx context.Context, opts Options, mode calls.Mode, at *atom
 	return nil
 }
 
-// endReadLater ends the read transaction of a call that read, its commit
-// sent with the connection's next request (the driver's CommitLater):
+// endReadLater ends the read transaction of a call that read, its rollback
+// sent with the connection's next request (the driver's RollbackLater; for
+// a read-only transaction a rollback is a commit no ON TRANSACTION COMMIT
+// trigger can refuse):
 // that request runs in a transaction of its own, which sees nothing the
 // read kept for its transaction (the rows of a global temporary table ON
 // COMMIT DELETE ROWS, its USER_TRANSACTION context), where a read
@@ -292,19 +294,20 @@ func (c *conn) endReadLater() {
 	if c.read == nil || c.broken {
 		return
 	}
-	later, ok := c.read.(interface{ CommitLater() error })
+	later, ok := c.read.(interface{ RollbackLater() error })
 	if !ok {
 		c.endRead() //nolint:errcheck // a failure marks the connection broken
 		return
 	}
-	if err := later.CommitLater(); err != nil {
+	if err := later.RollbackLater(); err != nil {
 		c.broken = true
 	}
 }
 
 // endRead ends the connection's read transaction, if any. Rollback rather
-// than Commit: for a read-only transaction they are the same, and the
-// driver bounds Commit by the context of the call that began it, long gone.
+// than Commit: for a read-only transaction they end it alike, no commit
+// trigger can refuse a rollback, and the driver bounds Commit by the
+// context of the call that began it, long gone.
 func (c *conn) endRead() error {
 	if c.read == nil {
 		return nil

@@ -120,7 +120,7 @@ func tpbForIsolationLevel(isolationLevel int) ([]byte, error) {
 // holds is then waited for at most seconds, and the statement fails as it
 // would under NO WAIT instead of waiting for that transaction to end. The
 // server counts the wait in whole seconds of its clock, so it lasts between
-// seconds-1 and seconds. NO WAIT transactions and seconds <= 0 (wait as long
+// seconds-1 and seconds+1. NO WAIT transactions and seconds <= 0 (wait as long
 // as it takes) keep their TPB as it is.
 func withLockTimeout(tpb []byte, seconds int32) []byte {
 	if seconds <= 0 || !bytes.Contains(tpb, []byte{byte(isc_tpb_wait)}) {
@@ -315,27 +315,30 @@ func (tx *firebirdsqlTx) Commit() (err error) {
 	return
 }
 
-// CommitLater ends the transaction without a round trip of its own: on a
-// lazy port its commit waits in the write buffer for the connection's next
-// request, as Firebird's own client defers a statement's free, and its
-// answer is read late, before that request's (a refusal among the answers
-// read late is kept: lazyErr). For the driver the transaction has ended:
-// its next statement begins another, in the same round trip when it can
-// (beginsWith). The server ends it when the next request arrives, before
-// anything of that request runs, so the next transaction of the connection
-// never sees what it kept for itself (the rows of a global temporary table
-// ON COMMIT DELETE ROWS, its USER_TRANSACTION context). Meant for a
-// read-only transaction, whose commit has nothing to refuse: its outcome
-// is not reported. On a port that is not lazy it commits at once.
-func (tx *firebirdsqlTx) CommitLater() error {
+// RollbackLater ends the transaction without a round trip of its own: on
+// a lazy port its rollback waits in the write buffer for the connection's
+// next request, as Firebird's own client defers a statement's free, and
+// its answer is read late, before that request's (a refusal among the
+// answers read late is kept: lazyErr). For the driver the transaction has
+// ended at once: its next statement begins it again, in the same round
+// trip when it can (beginsWith). The server ends it when the next request
+// arrives, before anything of that request runs, so the next transaction
+// of the connection never sees what it kept for itself (the rows of a
+// global temporary table ON COMMIT DELETE ROWS, its USER_TRANSACTION
+// context). Meant for a read-only transaction, which a rollback ends as a
+// commit would, but which no ON TRANSACTION COMMIT trigger can refuse
+// (Firebird ignores a rollback trigger's exception). On a port that is
+// not lazy it rolls back at once.
+func (tx *firebirdsqlTx) RollbackLater() error {
 	tx.ctx = nil
+	tx.committedWith = false
 	if tx.needBegin {
-		return nil // never begun: nothing to commit
+		return nil // never begun: nothing to roll back
 	}
 	lazy := tx.fc.wp.acceptType&ptype_MASK == ptype_lazy_send
 	corked := tx.fc.wp.corked
 	tx.fc.wp.corked = corked || lazy
-	err := tx.fc.wp.opCommit(tx.transHandle)
+	err := tx.fc.wp.opRollback(tx.transHandle)
 	tx.fc.wp.corked = corked
 	if err != nil {
 		return err
@@ -346,7 +349,7 @@ func (tx *firebirdsqlTx) CommitLater() error {
 		return err
 	}
 	tx.fc.wp.clearInlineBlobCache(tx.transHandle)
-	// Unlike Commit, the transaction stays what it was begun as (not the
+	// Unlike Rollback, the transaction stays what it was begun as (not the
 	// connection's autocommit one): its next statement begins it again.
 	tx.needBegin = true
 	return nil
