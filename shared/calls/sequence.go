@@ -232,9 +232,10 @@ func (q *Sequence) document(ctx context.Context, tx Tx, keeper Keeper) error {
 		case ce.Null != nil:
 			// Refused as the reference is when the calls run one by one
 			// (the block checks only required parameters).
-			st.Unresolved = missing(st.Call, *ce.Null, "null")
 			if _, refused := st.Call.Op.Params[ce.Null.Param].Referenced(st.Call.Op.Clave, nil, "", false); refused != nil {
 				st.Unresolved = refusedReference(*ce.Null, refused)
+			} else {
+				st.Unresolved = missing(st.Call, *ce.Null, "null")
 			}
 			return ErrRollback
 		case errors.As(ce.Err, &exc):

@@ -73,7 +73,8 @@ func (p *Pools) Ping(ctx context.Context, t erp.Target, silence time.Duration) e
 
 // Transact runs body in a transaction of mode on one of the instance's
 // connections, committed when body returns nil (a ReadOnly one is ended
-// with the connection's next request: see conn.call), and returns what failed as the domain's outcomes (classify).
+// with the connection's next request: see conn.call), and returns what
+// failed as the domain's outcomes (classify).
 // A call that finds its connection dead before a commit was sent is retried
 // once on a fresh pool: nothing of it can have been committed. One that gave
 // up waiting for a lock (lockWait) hunts for orphans, and runs again when the
@@ -281,9 +282,8 @@ func (c *conn) call(ctx context.Context, opts Options, mode calls.Mode, at *atom
 // endReadLater ends the read transaction of a call that read, its rollback
 // sent with the connection's next request (the driver's RollbackLater; for
 // a read-only transaction a rollback is a commit no ON TRANSACTION COMMIT
-// trigger can refuse):
-// that request runs in a transaction of its own, which sees nothing the
-// read kept for its transaction (the rows of a global temporary table ON
+// trigger can refuse): that request runs in a transaction of its own,
+// which sees nothing the read kept for its transaction (the rows of a global temporary table ON
 // COMMIT DELETE ROWS, its USER_TRANSACTION context), where a read
 // transaction kept between calls let a read see an earlier one's, another
 // token's too. Until then the server keeps it, pre-committed and read-only:
