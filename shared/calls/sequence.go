@@ -95,17 +95,27 @@ type Keeper interface {
 // Run runs q's calls in one transaction of store's; keeper, when not nil,
 // claims its key and keeps its answer in that transaction. It returns
 // ErrRollback, the steps saying why, when a write was refused, a reference
-// found nothing, or the sequence was a dry run; any other error is the
-// store's, the key's, or a call's over its limits, and nothing was
-// committed but for a commit whose outcome is unknown.
+// found nothing, the database refused the commit, or the sequence was a
+// dry run; any other error is the store's, the key's, or a call's over its
+// limits, and nothing was committed but for a commit whose outcome is
+// unknown.
 func Run(ctx context.Context, store Store, t erp.Target, q *Sequence, keeper Keeper) error {
 	var out *record.Encoder
 	if q.Single {
 		out = q.Steps[0].Out // the store resets it before a retry
 	}
-	return store.Transact(ctx, t, q.Mode(), out, func(ctx context.Context, tx Tx) error {
+	err := store.Transact(ctx, t, q.Mode(), out, func(ctx context.Context, tx Tx) error {
 		return q.run(ctx, tx, keeper)
 	})
+	var exc *erp.Exception
+	if errors.As(err, &exc) && exc.Commit {
+		// Every call ran, and the database refused their commit: its
+		// refusal is answered in the last call's place, as a single
+		// write's is in its own.
+		q.Steps[len(q.Steps)-1].Refused = exc
+		return ErrRollback
+	}
+	return err
 }
 
 func (q *Sequence) run(ctx context.Context, tx Tx, keeper Keeper) error {

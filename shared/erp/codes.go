@@ -174,7 +174,7 @@ var codes = [...]Info{
 	{CodeKeyInProgress, http.StatusConflict, OutcomeClientError, ScopeWrite, "A request with this Idempotency-Key is still running; see Retry-After."},
 	{CodeKeyDryRun, http.StatusBadRequest, OutcomeClientError, ScopeWrite, "An Idempotency-Key on a request that keeps nothing: a dry run (Prefer: tx=rollback), or a batch on execute with no write."},
 	{CodePreferInvalid, http.StatusBadRequest, OutcomeClientError, ScopeWrite, "Prefer: tx= holds a value other than commit or rollback (any case), or Prefer a quoted string never closed: nothing runs."},
-	{CodeRolledBack, http.StatusOK, OutcomeRefusedByDB, ScopeBatch, "Another call of the batch was refused: this one ran, and was rolled back with the rest (on executequery: its answer was dropped)."},
+	{CodeRolledBack, http.StatusOK, OutcomeRefusedByDB, ScopeBatch, "Another call of the batch was refused, or the database refused the batch's commit: this one ran, and was rolled back with the rest (on executequery: its answer was dropped)."},
 	{CodeNotRun, http.StatusOK, OutcomeRefusedByDB, ScopeBatch, "Another call of the batch was refused before this one's turn: it did not run."},
 	{CodeReferenceMissing, http.StatusOK, OutcomeRefusedByDB, ScopeBatch, "A {\"$from\", \"$field\"} value of this call found no such column, or no row, in the answer it names: the batch was rolled back."},
 }

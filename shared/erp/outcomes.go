@@ -97,6 +97,10 @@ func Faults() []*Fault {
 // database's text as its client library shows it, one line per entry.
 type Exception struct {
 	Lines []string
+	// Commit: the database refused the commit of a transaction whose
+	// calls all succeeded (an ON TRANSACTION COMMIT trigger's exception):
+	// nothing of it was written.
+	Commit bool
 	// Duplicate names the table whose unique or primary key refused a row
 	// ("" for any other refusal); Locked: a row another transaction holds
 	// (under NO WAIT). What a layer over the database reads of a refusal

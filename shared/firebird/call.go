@@ -271,9 +271,12 @@ func (c *conn) call(ctx context.Context, opts Options, mode calls.Mode, at *atom
 	}
 	at.Store(int32(committing))
 	if err := tx.Commit(); err != nil {
-		// A commit the database refused leaves its transaction open (the
-		// driver forgets it): dropping the connection rolls it back.
-		c.broken = true
+		// A commit the database refused leaves its transaction open;
+		// any other failure, the wire in a state nobody knows.
+		var refused *firebirdsql.CommitError
+		if !errors.As(err, &refused) || tx.Rollback() != nil {
+			c.broken = true
+		}
 		return err
 	}
 	return nil

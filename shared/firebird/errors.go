@@ -80,7 +80,10 @@ func classify(ctx context.Context, at phase, err error) error {
 	case at == connecting:
 		return fmt.Errorf("%w: gds %v: %s", erp.ErrUnavailable, fb.GDSCodes, oneLine(fb.Message))
 	}
-	return exception(fb, err)
+	exc := exception(fb, err)
+	var refused *firebirdsql.CommitError
+	exc.Commit = errors.As(err, &refused)
+	return exc
 }
 
 // exception is fb, the database's refusal of a call, in erp's words; err

@@ -113,10 +113,15 @@ func splitUnquoted(s string, sep byte) (parts []string, closed bool) {
 }
 
 // batchAnswer is the batch's answer: an array of each call's. A batch on
-// execute fails as a whole at its first refused call, one on executequery
+// execute fails as a whole at its first refused call, or at its commit (its
+// last call then carries the database's refusal), one on executequery
 // only at a reference that found nothing: then no element carries data.
 func (h *Handler) batchAnswer(q *calls.Sequence) []byte {
 	failed := q.Failed()
+	why := fmt.Sprintf("call %d of the batch was refused", failed)
+	if failed >= 0 && q.Steps[failed].Refused != nil && q.Steps[failed].Refused.Commit {
+		why = fmt.Sprintf("the database refused the batch's commit (call %d's element says why)", failed)
+	}
 	b := []byte{'['}
 	for i, st := range q.Steps {
 		if i > 0 {
@@ -128,9 +133,9 @@ func (h *Handler) batchAnswer(q *calls.Sequence) []byte {
 		case st.Refused != nil && (i == failed || failed < 0):
 			b = append(b, h.exception(st.Refused)...)
 		case failed >= 0 && (st.Ran || st.Refused != nil):
-			b = append(b, RefusalBody(erp.CodeRolledBack, fmt.Sprintf("call %d of the batch was refused: this call ran and was rolled back; nothing of the batch was written", failed))...)
+			b = append(b, RefusalBody(erp.CodeRolledBack, why+": this call ran and was rolled back; nothing of the batch was written")...)
 		case failed >= 0:
-			b = append(b, RefusalBody(erp.CodeNotRun, fmt.Sprintf("call %d of the batch was refused: this call did not run; nothing of the batch was written", failed))...)
+			b = append(b, RefusalBody(erp.CodeNotRun, why+": this call did not run; nothing of the batch was written")...)
 		default:
 			b = append(b, st.Out.Finish()...)
 		}

@@ -200,6 +200,9 @@ func (tx *firebirdsqlTx) sendCommit() error {
 // leaves the transaction as it was: Rollback then ends it.
 func (tx *firebirdsqlTx) commitResponse() error {
 	_, _, _, err := tx.fc.wp.opResponse()
+	if serverRefused(err) {
+		err = &CommitError{Err: err}
+	}
 	tx.committedWith, tx.commitErr = true, err
 	if err == nil {
 		tx.fc.wp.clearInlineBlobCache(tx.transHandle)
@@ -208,6 +211,16 @@ func (tx *firebirdsqlTx) commitResponse() error {
 	}
 	return err
 }
+
+// CommitError is the server's refusal of a transaction's commit (an ON
+// TRANSACTION COMMIT trigger's exception, say), from Commit or from the
+// statement a commit went with (CommitWith): everything before the commit
+// succeeded, and the transaction stays as it was, open, until Rollback
+// ends it. Err is the server's answer, an *FbError.
+type CommitError struct{ Err error }
+
+func (e *CommitError) Error() string { return e.Err.Error() }
+func (e *CommitError) Unwrap() error { return e.Err }
 
 // lastObject is the handle a lazy port (ptype_lazy_send) takes for the
 // object it created last: a request sent after op_transaction in the same
@@ -285,7 +298,8 @@ func (tx *firebirdsqlTx) commitRetaining(ctx context.Context) (err error) {
 // Commit is bounded by the BeginTx context: if it ends before the server answers,
 // Commit returns the context error wrapped with driver.ErrBadConn and the
 // connection is discarded. As with any connection lost mid-commit, the outcome of
-// the commit on the server is then unknown.
+// the commit on the server is then unknown. A commit the server refused is a
+// *CommitError, and leaves the transaction open until Rollback ends it.
 func (tx *firebirdsqlTx) Commit() (err error) {
 	if tx.committedWith {
 		tx.committedWith = false
@@ -309,6 +323,11 @@ func (tx *firebirdsqlTx) Commit() (err error) {
 		_, _, _, err := tx.fc.wp.opResponse()
 		return err
 	})
+	if serverRefused(err) {
+		// The transaction is as it was: forgotten here, it would stay
+		// open on the server as long as the connection lives.
+		return &CommitError{Err: err}
+	}
 	tx.fc.wp.clearInlineBlobCache(tx.transHandle)
 	tx.isAutocommit = tx.fc.isAutocommit
 	tx.needBegin = true

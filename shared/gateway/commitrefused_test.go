@@ -1,0 +1,97 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/erp-gateway/gateway/shared/fbtest"
+	"github.com/erp-gateway/gateway/shared/gateway"
+	"github.com/erp-gateway/gateway/shared/tenants"
+)
+
+// TestACommitTheDatabaseRefuses: a database trigger ON TRANSACTION COMMIT
+// that refuses a transaction (an ERP checking a document as a whole) is
+// the database's refusal, answered as a refused call is, whichever way the
+// commit went: with the write's block, after its answer, after a
+// document's block, after calls run one by one, after a key's keeping.
+// Nothing is written, nothing kept under a key, and the connection serves
+// on.
+func TestACommitTheDatabaseRefuses(t *testing.T) {
+	cfg := fbtest.Demo(t)
+	admin := setupKeys(t, cfg)
+	ctx := context.Background()
+	for _, s := range []string{
+		`CREATE OR ALTER TRIGGER TEST_VETO_MARCA FOR TEST_PAGOS AFTER INSERT AS BEGIN
+			IF (NEW.CODIGO STARTING WITH 'VETO') THEN RDB$SET_CONTEXT('USER_TRANSACTION', 'TEST_VETO', '1');
+		END`,
+		`CREATE OR ALTER TRIGGER TEST_VETO ON TRANSACTION COMMIT AS BEGIN
+			IF (RDB$GET_CONTEXT('USER_TRANSACTION', 'TEST_VETO') = '1') THEN EXCEPTION REST_ERROR 'EL DOCUMENTO NO CUADRA';
+		END`,
+	} {
+		if _, err := admin.ExecContext(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, s := range []string{"DROP TRIGGER TEST_VETO", "DROP TRIGGER TEST_VETO_MARCA"} {
+			if _, err := admin.ExecContext(ctx, s); err != nil {
+				t.Errorf("%s: %v", s, err)
+			}
+		}
+	})
+	// Database triggers load with an attachment: the gateway's come after.
+	e := newEnv(t, gateway.Config{}, map[string]any{"demo": tenants.Instance{Connection: cfg, Idempotency: true}})
+	token := fbtest.Token(t, e.acc, "demo")
+	const refused = `{"cod_error":0,"ex_execsql":"[firebirdsql]exception 16\r\nREST_ERROR\r\nEL DOCUMENTO NO CUADRA\r\nAt trigger 'TEST_VETO' line: 2, col: 69"}`
+	rolledBack := func(last int) string {
+		return fmt.Sprintf(`{"cod_error":1501,"ex_execsql":"the database refused the batch's commit (call %d's element says why): this call ran and was rolled back; nothing of the batch was written"}`, last)
+	}
+	ref := `{"$from":0,"$field":"CODIGO"}`
+	tests := []struct {
+		name string
+		body string // %[1]q the code
+		key  bool
+		want string
+	}{
+		{"a write, its commit sent with its block", pago("%[1]s", 1), false, refused},
+		{"a write whose commit waits for its rows", `{"CLAVE":"Set_Tres","CODIGO":%[1]q}`, false, refused},
+		{"a keyed write", pago("%[1]s", 1), true, refused},
+		{"a document", `[` + pago("%[1]s", 1) + `,{"CLAVE":"Set_Pago","CODIGO":` + ref + `,"VALOR":2}]`, false, `[` + rolledBack(1) + `,` + refused + `]`},
+		{"a keyed document", `[` + pago("%[1]s", 1) + `,{"CLAVE":"Set_Pago","CODIGO":` + ref + `,"VALOR":2}]`, true, `[` + rolledBack(1) + `,` + refused + `]`},
+		{"a batch run call by call", `[` + pago("%[1]s", 1) + `,{"CLAVE":"Get_Referencias","CODIGO":"REF0001"},` + pago("%[1]s", 3) + `]`, false,
+			`[` + rolledBack(2) + `,` + rolledBack(2) + `,` + refused + `]`},
+		{"a keyed batch run call by call", `[` + pago("%[1]s", 1) + `,{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}]`, true, `[` + rolledBack(1) + `,` + refused + `]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code := "VETO" + newCode()[:12]
+			body := fmt.Sprintf(tt.body, code)
+			key := ""
+			if tt.key {
+				key = "veto-" + code
+			}
+			// Twice: a refused commit keeps nothing under the key, so the
+			// second runs again, and answers alike.
+			for i := range 2 {
+				got := postKeyed(t, e.h, token, key, body)
+				if got.status != http.StatusOK || got.body != tt.want || got.replayed != "" {
+					t.Fatalf("try %d: %d %s (replayed %q), want 200 %s", i, got.status, got.body, got.replayed, tt.want)
+				}
+			}
+			if n := payments(t, admin, code); n != 0 {
+				t.Fatalf("%d payments of %s written", n, code)
+			}
+			if key != "" && count(t, admin, `SELECT COUNT(*) FROM GATEWAY_IDEMPOTENCY WHERE IDEM_KEY = ?`, key) != 0 {
+				t.Fatalf("key %s kept", key)
+			}
+		})
+	}
+	// The connections serve on.
+	code := "OK" + newCode()[:12]
+	if got := postKeyed(t, e.h, token, "", pago(code, 1)); got.status != http.StatusOK || !strings.Contains(got.body, `"data"`) || payments(t, admin, code) != 1 {
+		t.Fatalf("after: %d %s", got.status, got.body)
+	}
+}
