@@ -122,6 +122,10 @@ func (h *Handler) batchAnswer(q *calls.Sequence) []byte {
 	if failed >= 0 && q.Steps[failed].Refused != nil && q.Steps[failed].Refused.Commit {
 		why = fmt.Sprintf("the database refused the batch's commit (call %d's element says why)", failed)
 	}
+	ran, nothing := "this call ran and was rolled back", "; nothing of the batch was written"
+	if !q.Writes() {
+		ran, nothing = "this call ran and its answer was dropped", ""
+	}
 	b := []byte{'['}
 	for i, st := range q.Steps {
 		if i > 0 {
@@ -129,13 +133,13 @@ func (h *Handler) batchAnswer(q *calls.Sequence) []byte {
 		}
 		switch {
 		case i == failed && st.Unresolved != nil:
-			b = append(b, RefusalBody(st.Unresolved.Code, fmt.Sprintf("call %d of the batch: %s; nothing of the batch was written", i, st.Unresolved.Message))...)
+			b = append(b, RefusalBody(st.Unresolved.Code, fmt.Sprintf("call %d of the batch: %s%s", i, st.Unresolved.Message, nothing))...)
 		case st.Refused != nil && (i == failed || failed < 0):
 			b = append(b, h.exception(st.Refused)...)
 		case failed >= 0 && (st.Ran || st.Refused != nil):
-			b = append(b, RefusalBody(erp.CodeRolledBack, why+": this call ran and was rolled back; nothing of the batch was written")...)
+			b = append(b, RefusalBody(erp.CodeRolledBack, why+": "+ran+nothing)...)
 		case failed >= 0:
-			b = append(b, RefusalBody(erp.CodeNotRun, why+": this call did not run; nothing of the batch was written")...)
+			b = append(b, RefusalBody(erp.CodeNotRun, why+": this call did not run"+nothing)...)
 		default:
 			b = append(b, st.Out.Finish()...)
 		}

@@ -175,6 +175,12 @@ func TestBatchReadsSeeOneMoment(t *testing.T) {
 	if r.status != 200 || r.body != "["+strings.Join(singles, ",")+"]" {
 		t.Fatalf("%d\n%s\nthe single answers:\n%s", r.status, r.body, strings.Join(singles, ","))
 	}
+	// A reference that finds nothing fails the batch, which wrote nothing
+	// and says nothing of writes.
+	ref := send(t, e.h, "executequery", `[{"CLAVE":"Get_Referencias","CODIGO":"REF0001"},{"CLAVE":"Get_Terceros","CODIGO":{"$from":0,"$field":"NO_SUCH"}}]`)
+	if ref.status != 200 || !strings.HasPrefix(ref.body, `[{"cod_error":1501,"ex_execsql":"call 1 of the batch was refused: this call ran and its answer was dropped"},{"cod_error":1503,`) || strings.Contains(ref.body, "written") {
+		t.Fatalf("%d %s", ref.status, ref.body)
+	}
 	// A write in a read batch is refused, naming it.
 	w := send(t, e.h, "executequery", `[{"CLAVE":"Get_Referencias","CODIGO":"REF0001"},{"CLAVE":"Set_Pedido","TERCERO":"800000000"}]`)
 	if w.status != 400 || !strings.Contains(w.body, `"index":1`) {

@@ -59,7 +59,7 @@ func (s subject) answer() string {
 // nothing says what a refused write did not do; "" for a read.
 func (s subject) nothing() string {
 	switch {
-	case s.batch:
+	case s.batch && s.write:
 		return "; nothing of the batch was written"
 	case s.write:
 		return "; nothing was written"
