@@ -270,6 +270,7 @@ func (c *conn) call(ctx context.Context, opts Options, mode calls.Mode, at *atom
 		return nil
 	}
 	at.Store(int32(committing))
+	sent := time.Now()
 	if err := tx.Commit(); err != nil {
 		// A commit the database refused leaves its transaction open;
 		// any other failure, the wire in a state nobody knows.
@@ -277,7 +278,9 @@ func (c *conn) call(ctx context.Context, opts Options, mode calls.Mode, at *atom
 		if !errors.As(err, &refused) || tx.Rollback() != nil {
 			c.broken = true
 		}
-		return err
+		// A commit trigger's write can wait for a lock, as a statement's:
+		// answered alike, whichever way the commit went.
+		return waited(err, time.Since(sent))
 	}
 	return nil
 }

@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/erp-gateway/gateway/shared/erp"
 	"github.com/erp-gateway/gateway/shared/fbtest"
 	"github.com/erp-gateway/gateway/shared/gateway"
 	"github.com/erp-gateway/gateway/shared/tenants"
@@ -93,5 +95,65 @@ func TestACommitTheDatabaseRefuses(t *testing.T) {
 	code := "OK" + newCode()[:12]
 	if got := postKeyed(t, e.h, token, "", pago(code, 1)); got.status != http.StatusOK || !strings.Contains(got.body, `"data"`) || payments(t, admin, code) != 1 {
 		t.Fatalf("after: %d %s", got.status, got.body)
+	}
+}
+
+// TestACommitThatWaitsForALock: a commit trigger's write that gives up
+// waiting for a row an ERP user holds is a lock, as a statement's is
+// (503, 1201, Retry-After), whether the commit went with the write's block
+// or after its answer; nothing is written.
+func TestACommitThatWaitsForALock(t *testing.T) {
+	cfg := fbtest.Demo(t)
+	admin := setupKeys(t, cfg)
+	ctx := context.Background()
+	for _, s := range []string{
+		`CREATE OR ALTER TRIGGER TEST_CANDADO_MARCA FOR TEST_PAGOS AFTER INSERT AS BEGIN
+			IF (NEW.CODIGO STARTING WITH 'LOCK') THEN RDB$SET_CONTEXT('USER_TRANSACTION', 'TEST_CANDADO', '1');
+		END`,
+		`CREATE OR ALTER TRIGGER TEST_CANDADO_COMMIT ON TRANSACTION COMMIT AS BEGIN
+			IF (RDB$GET_CONTEXT('USER_TRANSACTION', 'TEST_CANDADO') = '1') THEN UPDATE TEST_CANDADO SET N = N + 1 WHERE ID = 1;
+		END`,
+		`GRANT UPDATE ON TEST_CANDADO TO TRIGGER TEST_CANDADO_COMMIT`,
+	} {
+		if _, err := admin.ExecContext(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, s := range []string{"DROP TRIGGER TEST_CANDADO_COMMIT", "DROP TRIGGER TEST_CANDADO_MARCA"} {
+			if _, err := admin.ExecContext(ctx, s); err != nil {
+				t.Errorf("%s: %v", s, err)
+			}
+		}
+	})
+	e := newEnv(t, gateway.Config{Timeout: 8 * time.Second}, map[string]any{"demo": anonymous(cfg)})
+	holder, err := admin.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback() //nolint:errcheck // it only holds the lock
+	if _, err := holder.ExecContext(ctx, "UPDATE TEST_CANDADO SET N = N + 1 WHERE ID = 1"); err != nil {
+		t.Fatal(err)
+	}
+	var codes []string
+	for _, body := range []string{
+		pago("%[1]s", 1),                      // its commit with its block
+		`{"CLAVE":"Set_Tres","CODIGO":%[1]q}`, // its commit after its rows
+	} {
+		code := "LOCK" + newCode()[:12]
+		codes = append(codes, code)
+		r := e.post(t, path("demo", "execute"), fmt.Sprintf(body, code))
+		if r.Status != http.StatusServiceUnavailable || *r.Body.CodError != int(erp.CodeUnavailable) || !strings.Contains(*r.Body.ExExecSQL, "locked") ||
+			!strings.Contains(*r.Body.ExExecSQL, "nothing was written") || r.Header.Get("Retry-After") != "1" {
+			t.Errorf("%s: %d %s", body, r.Status, r.Raw)
+		}
+	}
+	if err := holder.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	for _, code := range codes {
+		if n := payments(t, admin, code); n != 0 {
+			t.Errorf("%d payments of %s written", n, code)
+		}
 	}
 }
