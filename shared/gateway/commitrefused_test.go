@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"net/http"
 	"strings"
@@ -24,26 +25,7 @@ import (
 func TestACommitTheDatabaseRefuses(t *testing.T) {
 	cfg := fbtest.Demo(t)
 	admin := setupKeys(t, cfg)
-	ctx := context.Background()
-	for _, s := range []string{
-		`CREATE OR ALTER TRIGGER TEST_VETO_MARCA FOR TEST_PAGOS AFTER INSERT AS BEGIN
-			IF (NEW.CODIGO STARTING WITH 'VETO') THEN RDB$SET_CONTEXT('USER_TRANSACTION', 'TEST_VETO', '1');
-		END`,
-		`CREATE OR ALTER TRIGGER TEST_VETO ON TRANSACTION COMMIT AS BEGIN
-			IF (RDB$GET_CONTEXT('USER_TRANSACTION', 'TEST_VETO') = '1') THEN EXCEPTION REST_ERROR 'EL DOCUMENTO NO CUADRA';
-		END`,
-	} {
-		if _, err := admin.ExecContext(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() {
-		for _, s := range []string{"DROP TRIGGER TEST_VETO", "DROP TRIGGER TEST_VETO_MARCA"} {
-			if _, err := admin.ExecContext(ctx, s); err != nil {
-				t.Errorf("%s: %v", s, err)
-			}
-		}
-	})
+	commitTrigger(t, admin, "TEST_VETO", "TEST_PAGOS", "VETO", "EXCEPTION REST_ERROR 'EL DOCUMENTO NO CUADRA'")
 	// Database triggers load with an attachment: the gateway's come after.
 	e := newEnv(t, gateway.Config{}, map[string]any{"demo": tenants.Instance{Connection: cfg, Idempotency: true}})
 	token := fbtest.Token(t, e.acc, "demo")
@@ -91,6 +73,9 @@ func TestACommitTheDatabaseRefuses(t *testing.T) {
 			}
 		})
 	}
+	if n := fbtest.OpenWrites(t, admin); n != 0 {
+		t.Errorf("%d write transactions left open", n)
+	}
 	// The connections serve on.
 	code := "OK" + newCode()[:12]
 	if got := postKeyed(t, e.h, token, "", pago(code, 1)); got.status != http.StatusOK || !strings.Contains(got.body, `"data"`) || payments(t, admin, code) != 1 {
@@ -105,27 +90,8 @@ func TestACommitTheDatabaseRefuses(t *testing.T) {
 func TestACommitThatWaitsForALock(t *testing.T) {
 	cfg := fbtest.Demo(t)
 	admin := setupKeys(t, cfg)
+	commitTrigger(t, admin, "TEST_CANDADO_COMMIT", "TEST_PAGOS", "LOCK", "UPDATE TEST_CANDADO SET N = N + 1 WHERE ID = 1", "UPDATE ON TEST_CANDADO")
 	ctx := context.Background()
-	for _, s := range []string{
-		`CREATE OR ALTER TRIGGER TEST_CANDADO_MARCA FOR TEST_PAGOS AFTER INSERT AS BEGIN
-			IF (NEW.CODIGO STARTING WITH 'LOCK') THEN RDB$SET_CONTEXT('USER_TRANSACTION', 'TEST_CANDADO', '1');
-		END`,
-		`CREATE OR ALTER TRIGGER TEST_CANDADO_COMMIT ON TRANSACTION COMMIT AS BEGIN
-			IF (RDB$GET_CONTEXT('USER_TRANSACTION', 'TEST_CANDADO') = '1') THEN UPDATE TEST_CANDADO SET N = N + 1 WHERE ID = 1;
-		END`,
-		`GRANT UPDATE ON TEST_CANDADO TO TRIGGER TEST_CANDADO_COMMIT`,
-	} {
-		if _, err := admin.ExecContext(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() {
-		for _, s := range []string{"DROP TRIGGER TEST_CANDADO_COMMIT", "DROP TRIGGER TEST_CANDADO_MARCA"} {
-			if _, err := admin.ExecContext(ctx, s); err != nil {
-				t.Errorf("%s: %v", s, err)
-			}
-		}
-	})
 	e := newEnv(t, gateway.Config{Timeout: 8 * time.Second}, map[string]any{"demo": anonymous(cfg)})
 	holder, err := admin.BeginTx(ctx, nil)
 	if err != nil {
@@ -156,4 +122,37 @@ func TestACommitThatWaitsForALock(t *testing.T) {
 			t.Errorf("%d payments of %s written", n, code)
 		}
 	}
+}
+
+// commitTrigger installs name, a database trigger ON TRANSACTION COMMIT
+// that runs action (given grants, each "UPDATE ON TABLE") in a transaction
+// that inserted a row into table whose CODIGO starts with prefix (marked by
+// name_MARCA, a trigger of the table), and drops both when t ends.
+// Database triggers load with an attachment: an env made after sees it.
+func commitTrigger(t testing.TB, admin *sql.DB, name, table, prefix, action string, grants ...string) {
+	t.Helper()
+	ctx := context.Background()
+	stmts := []string{
+		fmt.Sprintf(`CREATE OR ALTER TRIGGER %s_MARCA FOR %s AFTER INSERT AS BEGIN
+			IF (NEW.CODIGO STARTING WITH '%s') THEN RDB$SET_CONTEXT('USER_TRANSACTION', '%[1]s', '1');
+		END`, name, table, prefix),
+		fmt.Sprintf(`CREATE OR ALTER TRIGGER %s ON TRANSACTION COMMIT AS BEGIN
+			IF (RDB$GET_CONTEXT('USER_TRANSACTION', '%[1]s') = '1') THEN %s;
+		END`, name, action),
+	}
+	for _, g := range grants {
+		stmts = append(stmts, fmt.Sprintf("GRANT %s TO TRIGGER %s", g, name))
+	}
+	for _, s := range stmts {
+		if _, err := admin.ExecContext(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, s := range []string{"DROP TRIGGER " + name, "DROP TRIGGER " + name + "_MARCA"} {
+			if _, err := admin.ExecContext(ctx, s); err != nil {
+				t.Errorf("%s: %v", s, err)
+			}
+		}
+	})
 }

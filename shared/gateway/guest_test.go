@@ -561,27 +561,7 @@ func TestWriteWhoseCommitIsCancelledAtTheDeadline(t *testing.T) {
 	ctx := context.Background()
 	// The commit of a transaction that inserted a SLOW... third party waits
 	// for a lock an ERP user holds.
-	for _, s := range []string{
-		`CREATE OR ALTER TRIGGER TEST_SLOW_MARK FOR TERCEROS AFTER INSERT AS BEGIN
-			IF (NEW.CODIGO STARTING WITH 'SLOW') THEN RDB$SET_CONTEXT('USER_TRANSACTION', 'SLOW_COMMIT', '1');
-		END`,
-		`CREATE OR ALTER TRIGGER TEST_SLOW_COMMIT ON TRANSACTION COMMIT AS BEGIN
-			IF (RDB$GET_CONTEXT('USER_TRANSACTION', 'SLOW_COMMIT') = '1') THEN
-				UPDATE TEST_CANDADO SET N = N + 1 WHERE ID = 1;
-		END`,
-		`GRANT UPDATE ON TEST_CANDADO TO TRIGGER TEST_SLOW_COMMIT`,
-	} {
-		if _, err := admin.ExecContext(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() {
-		for _, s := range []string{"DROP TRIGGER TEST_SLOW_COMMIT", "DROP TRIGGER TEST_SLOW_MARK"} {
-			if _, err := admin.ExecContext(ctx, s); err != nil {
-				t.Errorf("%s: %v", s, err)
-			}
-		}
-	})
+	commitTrigger(t, admin, "TEST_SLOW_COMMIT", "TERCEROS", "SLOW", "UPDATE TEST_CANDADO SET N = N + 1 WHERE ID = 1", "UPDATE ON TEST_CANDADO")
 	// Well under the lock timeout Firebird fires at 1 to 3 s: the deadline,
 	// not the server's refusal, must end the commit's wait.
 	const timeout = 500 * time.Millisecond
