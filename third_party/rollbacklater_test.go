@@ -26,6 +26,8 @@ func TestRollbackLater(t *testing.T) {
 			IF (RDB$GET_CONTEXT('USER_TRANSACTION', 'LATER') IS NOT NULL) THEN EXCEPTION REST_ERROR 'no commit';
 		END`)
 	admin := fbtest.Open(t, fbtest.Admin(t, cfg))
+	// A database trigger runs in every attachment made while it exists.
+	t.Cleanup(func() { admin.Exec("DROP TRIGGER TEST_LATER_COMMIT") }) //nolint:errcheck // the next run replaces it
 	db, c := countedDBOf(t, cfg, "")
 	ctx := context.Background()
 	conn, err := db.Conn(ctx)

@@ -24,11 +24,14 @@ func (s *Session) block(ctx context.Context, name string, procedures []string, w
 			// Reading the signatures is part of preparing: a failure is
 			// not the procedures' answer.
 			s.at.Store(int32(preparing))
-			sigs, err := signatures(ctx, s.each, procedures)
+			sigs, commitTrigger, err := signatures(ctx, s.each, procedures)
 			if err != nil {
 				s.at.Store(int32(preparing)) // whatever phase the reading left
 				return err
 			}
+			// Read by this attachment, which runs the database's triggers
+			// as they were when it attached.
+			s.conn.blindCommit = !commitTrigger
 			b = write(sigs)
 			if len(s.conn.blocks) >= s.conn.max {
 				// As many blocks as statements are kept (documents come in

@@ -134,6 +134,10 @@ type conn struct {
 	// utf8: the connection's character set is UTF8, in which the driver
 	// hands on a VARCHAR and a text BLOB alike (Session.readQuery).
 	utf8 bool
+	// blindCommit: the database had no trigger ON TRANSACTION COMMIT when
+	// the connection last read procedures' signatures (Session.commitWith);
+	// false before.
+	blindCommit bool
 }
 
 // stmt is a statement prepared on a conn, reused for the conn's life.

@@ -58,7 +58,7 @@ func describeSome(ctx context.Context, tx *sql.Tx, names []string, out map[strin
 	if err != nil {
 		return fmt.Errorf("describing procedures: %w", err)
 	}
-	sigs, err := signatures(ctx, q, upper)
+	sigs, _, err := signatures(ctx, q, upper)
 	if err != nil {
 		return fmt.Errorf("describing parameters: %w", err)
 	}

@@ -114,8 +114,10 @@ func txQuerier(tx *sql.Tx) querier {
 
 // signatures reads the parameters of the named procedures (upper case, as
 // Firebird keeps unquoted names), and whether each is selectable, in one
-// round trip. A procedure that does not exist has no entry.
-func signatures(ctx context.Context, q querier, names []string) (map[string]catalog.Procedure, error) {
+// round trip. A procedure that does not exist has no entry. commitTrigger:
+// the database has an active trigger ON TRANSACTION COMMIT, or cannot tell
+// (no parameter read).
+func signatures(ctx context.Context, q querier, names []string) (sigs map[string]catalog.Procedure, commitTrigger bool, err error) {
 	if len(names) == 1 {
 		// As a write's two: one statement serves both.
 		names = append(names, names[0])
@@ -123,19 +125,22 @@ func signatures(ctx context.Context, q querier, names []string) (map[string]cata
 	query := `SELECT TRIM(pp.RDB$PROCEDURE_NAME), TRIM(pp.RDB$PARAMETER_NAME), pp.RDB$PARAMETER_TYPE, TRIM(pp.RDB$FIELD_SOURCE),
 			f.RDB$FIELD_TYPE, COALESCE(f.RDB$FIELD_SUB_TYPE, 0), COALESCE(f.RDB$FIELD_SCALE, 0), COALESCE(f.RDB$FIELD_PRECISION, 0),
 			COALESCE(f.RDB$CHARACTER_LENGTH, f.RDB$FIELD_LENGTH, 0), COALESCE(TRIM(cs.RDB$CHARACTER_SET_NAME), ''),
-			COALESCE(pr.RDB$PROCEDURE_TYPE, 0), pp.RDB$DEFAULT_VALUE IS NOT NULL
+			COALESCE(pr.RDB$PROCEDURE_TYPE, 0), pp.RDB$DEFAULT_VALUE IS NOT NULL, ct.N
 		FROM RDB$PROCEDURE_PARAMETERS pp
+		CROSS JOIN (SELECT COUNT(*) AS N FROM RDB$TRIGGERS WHERE RDB$TRIGGER_TYPE = 8195 AND COALESCE(RDB$TRIGGER_INACTIVE, 0) = 0) ct
 		JOIN RDB$PROCEDURES pr ON pr.RDB$PROCEDURE_NAME = pp.RDB$PROCEDURE_NAME AND pr.RDB$PACKAGE_NAME IS NULL
 		JOIN RDB$FIELDS f ON f.RDB$FIELD_NAME = pp.RDB$FIELD_SOURCE
 		LEFT JOIN RDB$CHARACTER_SETS cs ON cs.RDB$CHARACTER_SET_ID = f.RDB$CHARACTER_SET_ID
 		WHERE pp.RDB$PROCEDURE_NAME IN ` + placeholders(len(names)) + ` AND pp.RDB$PACKAGE_NAME IS NULL
 		ORDER BY pp.RDB$PARAMETER_TYPE, pp.RDB$PARAMETER_NUMBER`
 	out := make(map[string]catalog.Procedure, len(names))
-	err := q(ctx, query, anys(names), func(v []driver.Value) error {
-		var n [5]int64
-		for i, x := range []driver.Value{v[2], v[4], v[5], v[6], v[7]} {
+	commitTrigger = true
+	err = q(ctx, query, anys(names), func(v []driver.Value) error {
+		var n [6]int64
+		for i, x := range []driver.Value{v[2], v[4], v[5], v[6], v[7], v[12]} {
 			n[i], _ = x.(int64)
 		}
+		commitTrigger = n[5] > 0
 		direction, fieldType, scale := n[0], n[1], n[3]
 		p := catalog.DBParam{SubType: int(n[2]), Precision: int(n[4])}
 		p.Name, _ = v[1].(string)
@@ -174,5 +179,5 @@ func signatures(ctx context.Context, q querier, names []string) (map[string]cata
 		out[name] = proc
 		return nil
 	})
-	return out, err
+	return out, commitTrigger, err
 }

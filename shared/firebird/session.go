@@ -66,10 +66,9 @@ func (s *Session) failed(ctx context.Context, query string, err error) error {
 // way: Exec asks the server for the count of rows affected afterwards, one
 // more round trip of the few a write costs (infra/docs/measurements.md), for a
 // count nothing here reads. The commit of a write's transaction goes with
-// its last statement on a connection that answered within freshFor (as
-// Session.Write's does).
+// its last statement when commitWith allows it (as Session.Write's does).
 func (s *Session) Exec(ctx context.Context, query string, args []any, last bool) error {
-	_, rows, err := s.openCommitting(ctx, query, args, last && !s.reads && s.fresh())
+	_, rows, err := s.openCommitting(ctx, query, args, last && !s.reads && s.commitWith())
 	if err != nil {
 		return s.outcome(ctx, err)
 	}

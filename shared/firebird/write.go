@@ -44,7 +44,8 @@ func procedures(w calls.Write) []string {
 // return rows as they are read, and the call run again: errManyRows),
 // needs nothing of its transaction after it (no BLOB in its answer;
 // parts, when any, keep a one-row answer whole), its row surely fits out,
-// and its connection answered within freshFor. Otherwise the commit waits
+// and commitWith (its connection answered within freshFor, and the
+// database has no trigger ON TRANSACTION COMMIT). Otherwise the commit waits
 // for the block's answer: two round trips.
 func (s *Session) Write(ctx context.Context, name string, w calls.Write, parts func(proc, rb catalog.Procedure) calls.Parts, extra []any, out *record.Encoder) ([]any, error) {
 	procs := procedures(w)
@@ -72,7 +73,7 @@ func (s *Session) Write(ctx context.Context, name string, w calls.Write, parts f
 		b.oneRow = b.oneRow && !many && (parts == nil || p.KeepsOneRow)
 		return b
 	}, func(b block) (err error) {
-		last, err = s.Query(ctx, b.text, argv, out, b.hidden, w.Last && b.oneRow && out.Holds(b.row) && s.fresh())
+		last, err = s.Query(ctx, b.text, argv, out, b.hidden, w.Last && b.oneRow && out.Holds(b.row) && s.commitWith())
 		return err
 	})
 	err = unblock(err)
@@ -97,6 +98,15 @@ func (s *Session) Write(ctx context.Context, name string, w calls.Write, parts f
 // connection that answered a moment ago is most likely alive (one that sat
 // idle may have been cut, or its server restarted, unseen).
 const freshFor = 5 * time.Second
+
+// commitWith reports whether a write's commit may go with its last
+// statement, sent before that statement's answer is known: on a fresh
+// connection, and in a database without a trigger ON TRANSACTION COMMIT.
+// Such a trigger runs after a statement that failed, and acts on what it
+// left in the transaction's context variables, which its savepoint does not
+// undo (an ERP's outbox written for a row that was refused), where the
+// rollback that follows a failed statement's answer runs no commit trigger.
+func (s *Session) commitWith() bool { return s.conn.blindCommit && s.fresh() }
 
 // fresh reports whether the session's connection answered within freshFor
 // and its socket has not been closed since: a server restarted a moment

@@ -18,8 +18,8 @@ import (
 // TestACommitTheDatabaseRefuses: a database trigger ON TRANSACTION COMMIT
 // that refuses a transaction (an ERP checking a document as a whole) is
 // the database's refusal, answered as a refused call is, whichever way the
-// commit went: with the write's block, after its answer, after a
-// document's block, after calls run one by one, after a key's keeping.
+// commit went: after a write's answer, its rows', a document's block,
+// calls run one by one, a key's keeping.
 // Nothing is written, nothing kept under a key, and the connection serves
 // on.
 func TestACommitTheDatabaseRefuses(t *testing.T) {
@@ -40,8 +40,8 @@ func TestACommitTheDatabaseRefuses(t *testing.T) {
 		key  bool
 		want string
 	}{
-		{"a write, its commit sent with its block", pago("%[1]s", 1), false, refused},
-		{"a write whose commit waits for its rows", `{"CLAVE":"Set_Tres","CODIGO":%[1]q}`, false, refused},
+		{"a write", pago("%[1]s", 1), false, refused},
+		{"a write of many rows", `{"CLAVE":"Set_Tres","CODIGO":%[1]q}`, false, refused},
 		{"a keyed write", pago("%[1]s", 1), true, refused},
 		{"a document", `[` + pago("%[1]s", 1) + `,{"CLAVE":"Set_Pago","CODIGO":` + ref + `,"VALOR":2}]`, false, `[` + rolledBack(1) + `,` + refused + `]`},
 		{"a keyed document", `[` + pago("%[1]s", 1) + `,{"CLAVE":"Set_Pago","CODIGO":` + ref + `,"VALOR":2}]`, true, `[` + rolledBack(1) + `,` + refused + `]`},
@@ -76,7 +76,7 @@ func TestACommitTheDatabaseRefuses(t *testing.T) {
 	if n := fbtest.OpenWrites(t, admin); n != 0 {
 		t.Errorf("%d write transactions left open", n)
 	}
-	// The connections serve on.
+	// The connection serves on.
 	code := "OK" + newCode()[:12]
 	if got := postKeyed(t, e.h, token, "", pago(code, 1)); got.status != http.StatusOK || !strings.Contains(got.body, `"data"`) || payments(t, admin, code) != 1 {
 		t.Fatalf("after: %d %s", got.status, got.body)
@@ -85,8 +85,7 @@ func TestACommitTheDatabaseRefuses(t *testing.T) {
 
 // TestACommitThatWaitsForALock: a commit trigger's write that gives up
 // waiting for a row an ERP user holds is a lock, as a statement's is
-// (503, 1201, Retry-After), whether the commit went with the write's block
-// or after its answer; nothing is written.
+// (503, 1201, Retry-After), for a write and a batch; nothing is written.
 func TestACommitThatWaitsForALock(t *testing.T) {
 	cfg := fbtest.Demo(t)
 	admin := setupKeys(t, cfg)
@@ -103,14 +102,14 @@ func TestACommitThatWaitsForALock(t *testing.T) {
 	}
 	var codes []string
 	for _, body := range []string{
-		pago("%[1]s", 1),                      // its commit with its block
-		`{"CLAVE":"Set_Tres","CODIGO":%[1]q}`, // its commit after its rows
+		pago("%[1]s", 1),
+		`[` + pago("%[1]s", 1) + `,` + pago("%[1]s", 2) + `]`,
 	} {
 		code := "LOCK" + newCode()[:12]
 		codes = append(codes, code)
 		r := e.post(t, path("demo", "execute"), fmt.Sprintf(body, code))
 		if r.Status != http.StatusServiceUnavailable || *r.Body.CodError != int(erp.CodeUnavailable) || !strings.Contains(*r.Body.ExExecSQL, "locked") ||
-			!strings.Contains(*r.Body.ExExecSQL, "nothing was written") || r.Header.Get("Retry-After") != "1" {
+			!strings.Contains(*r.Body.ExExecSQL, "was written") || r.Header.Get("Retry-After") != "1" {
 			t.Errorf("%s: %d %s", body, r.Status, r.Raw)
 		}
 	}
@@ -155,4 +154,32 @@ func commitTrigger(t testing.TB, admin *sql.DB, name, table, prefix, action stri
 			}
 		}
 	})
+}
+
+// TestAnUndoneBlockRunsNoCommitTrigger: a write's block that fails, undone,
+// never runs an ON TRANSACTION COMMIT trigger, though it left what the
+// trigger acts on (here the context variable an ERP's trigger set for each
+// row the block inserted): in such a database a write's commit waits for
+// its block's answer (Session.commitWith), where one sent with it would run
+// the trigger. A selectable write's first run on a connection is such a
+// block (its one-row form fails on the second row, and it runs again):
+// the trigger runs once, for the run that wrote.
+func TestAnUndoneBlockRunsNoCommitTrigger(t *testing.T) {
+	cfg := fbtest.Demo(t)
+	admin := setupKeys(t, cfg)
+	commitTrigger(t, admin, "TEST_SALIDA", "TEST_PAGOS", "OUTB", "UPDATE TEST_CANDADO SET N = N + 1 WHERE ID = 1", "UPDATE ON TEST_CANDADO")
+	e := newEnv(t, gateway.Config{}, map[string]any{"demo": anonymous(cfg)})
+	runs := func() int { return count(t, admin, "SELECT N FROM TEST_CANDADO WHERE ID = 1") }
+	// A read first: the write's connection answered a moment ago.
+	if r := e.post(t, path("demo", "executequery"), `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`); r.Status != http.StatusOK {
+		t.Fatalf("%d %s", r.Status, r.Raw)
+	}
+	before := runs()
+	code := "OUTB" + newCode()[1:11]
+	if r := e.post(t, path("demo", "execute"), fmt.Sprintf(`{"CLAVE":"Set_Tres","CODIGO":%q}`, code)); r.Status != http.StatusOK || len(r.Body.Data) != 3 {
+		t.Fatalf("%d %s", r.Status, r.Raw)
+	}
+	if n := runs() - before; n != 1 || payments(t, admin, code) != 3 {
+		t.Fatalf("the commit trigger ran %d times, %d payments, for one write of 3", n, payments(t, admin, code))
+	}
 }

@@ -549,14 +549,14 @@ func TestAGrantThatMendsACallIsSeenWithinStmtMaxAge(t *testing.T) {
 	until(served(2), "served once granted")
 }
 
-// TestWriteWhoseCommitIsCancelledAtTheDeadline: a write whose commit (sent
-// with its block) waits past the deadline, for a lock an ERP user holds in
-// an ON TRANSACTION COMMIT trigger, is cancelled there (op_cancel reaches a
-// commit, the last request of its send): the database answers that it did
-// not commit, so the answer says nothing was written, and nothing is. A
-// block that waits cannot be cancelled so, its commit queued behind it
-// (TestLockWaitInsideAProcedureAnswersWithinTheDeadline: 1204).
-func TestWriteWhoseCommitIsCancelledAtTheDeadline(t *testing.T) {
+// TestAWriteWhoseCommitWaitsPastTheDeadline: in a database with an ON
+// TRANSACTION COMMIT trigger a write's commit waits for its block's answer
+// (Session.commitWith), so a commit that waits past the deadline, for a
+// lock an ERP user holds in that trigger, leaves its outcome unknown:
+// answered 1204 within the deadline, and written at most once once the
+// lock is released. (A commit sent with its block could be cancelled by
+// op_cancel, but would run the trigger after a block that failed.)
+func TestAWriteWhoseCommitWaitsPastTheDeadline(t *testing.T) {
 	admin := fbtest.Open(t, fbtest.Admin(t, fbtest.Demo(t)))
 	ctx := context.Background()
 	// The commit of a transaction that inserted a SLOW... third party waits
@@ -576,16 +576,15 @@ func TestWriteWhoseCommitIsCancelledAtTheDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, took := timed(t, e.h, path("demo", "execute"), setTerceros(code))
-	if r.Status != http.StatusServiceUnavailable || *r.Body.CodError != int(erp.CodeUnavailable) ||
-		!strings.Contains(*r.Body.ExExecSQL, "nothing was written") || strings.Contains(*r.Body.ExExecSQL, "locked by another transaction") || took > timeout+answerSlack {
-		t.Fatalf("a commit cancelled at the deadline: %d %s after %s", r.Status, r.Raw, took)
+	if r.Status != http.StatusServiceUnavailable || *r.Body.CodError != int(erp.CodeOutcomeUnknown) || took > timeout+answerSlack {
+		t.Fatalf("a commit waiting at the deadline: %d %s after %s", r.Status, r.Raw, took)
 	}
 	if err := holder.Rollback(); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)
-	if n := fbtest.ThirdParties(t, admin, code); n != 0 {
-		t.Fatalf("%d third parties %s after a commit cancelled", n, code)
+	if n := fbtest.ThirdParties(t, admin, code); n > 1 {
+		t.Fatalf("%d third parties %s after one write", n, code)
 	}
 }
 
