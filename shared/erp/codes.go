@@ -135,7 +135,7 @@ type Info struct {
 // codes is the one table every status, outcome and description is derived
 // from; TestCodesInREADME holds the README's table to it.
 var codes = [...]Info{
-	{CodeOK, http.StatusOK, OutcomeOK, ScopeBody, "Success, or the database's own refusal in ex_execsql."},
+	{CodeOK, http.StatusOK, OutcomeOK, ScopeBody, "Success, or the database's own refusal in ex_execsql (a procedure's exception, a constraint, a database trigger refusing the transaction's start or its commit)."},
 	{CodeNotObject, http.StatusBadRequest, OutcomeClientError, ScopeBody, "The body is not a JSON object, or gives a field twice."},
 	{CodeTooLarge, http.StatusRequestEntityTooLarge, OutcomeClientError, ScopeBody, "The body is too large."},
 	{CodeClaveMissing, http.StatusBadRequest, OutcomeClientError, ScopeBody, "CLAVE is missing, null or not a string."},

@@ -75,7 +75,10 @@ func classify(ctx context.Context, at phase, err error) error {
 		return fmt.Errorf("%w: %w", erp.ErrUnavailable, err)
 	case hasCode(fb, lostConnectionCodes) || hasCode(fb, unavailableCodes):
 		return fmt.Errorf("%w: gds %v: %s", erp.ErrUnavailable, fb.GDSCodes, oneLine(fb.Message))
-	case at == preparing:
+	case at == preparing && !hasCode(fb, []int{firebirdsql.ISCStackTrace}):
+		// With PSQL's stack trace it is a database trigger's refusal of
+		// the transaction the prepare began (ON TRANSACTION START): the
+		// database's refusal, as when it begins with the statement.
 		return fmt.Errorf("%w: gds %v: %s", erp.ErrCannotRun, fb.GDSCodes, oneLine(fb.Message))
 	case at == connecting:
 		return fmt.Errorf("%w: gds %v: %s", erp.ErrUnavailable, fb.GDSCodes, oneLine(fb.Message))

@@ -31,6 +31,10 @@ func TestClassifyByHowFarTheCallGot(t *testing.T) {
 		{"wrong file while connecting", context.Background(), connecting, fb(firebirdsql.ISCIoError), erp.ErrUnavailable},
 		{"any status while connecting", context.Background(), connecting, fb(335544472 + 1000), erp.ErrUnavailable},
 		{"missing procedure while preparing", context.Background(), preparing, fb(firebirdsql.ISCDsqlError), erp.ErrCannotRun},
+		// The transaction a prepare began refused by a database trigger
+		// (ON TRANSACTION START), as when it begins with the execute.
+		{"a trigger's exception while preparing", context.Background(), preparing, userException, nil},
+		{"a trigger's error while preparing", context.Background(), preparing, fb(335544361, firebirdsql.ISCStackTrace), nil},
 		{"wrong password", context.Background(), connecting, fb(firebirdsql.ISCLogin), erp.ErrCredentials},
 		{"connection lost while executing", context.Background(), executing, io.EOF, erp.ErrUnavailable},
 		{"deadline while executing", done, executing, driver.ErrBadConn, erp.ErrUnavailable},

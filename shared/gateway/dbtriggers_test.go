@@ -183,3 +183,62 @@ func TestAnUndoneBlockRunsNoCommitTrigger(t *testing.T) {
 		t.Fatalf("the commit trigger ran %d times, %d payments, for one write of 3", n, payments(t, admin, code))
 	}
 }
+
+// TestATransactionStartTriggersRefusal: a database trigger ON TRANSACTION
+// START that refuses the gateway's transactions (an ERP in maintenance) is
+// the database's refusal, its text in ex_execsql, on a new connection (whose
+// transaction begins with a statement's prepare) as on a warm one (where it
+// begins with the execute), for reads and writes alike; once it lets them
+// through, the same connections serve.
+func TestATransactionStartTriggersRefusal(t *testing.T) {
+	cfg := fbtest.Demo(t)
+	admin := setupKeys(t, cfg)
+	ctx := context.Background()
+	for _, s := range []string{
+		`CREATE OR ALTER TRIGGER TEST_MANTENIMIENTO ON TRANSACTION START AS BEGIN
+			IF (CURRENT_USER = 'GATEWAY' AND EXISTS (SELECT 1 FROM TEST_CANDADO WHERE ID = 99)) THEN EXCEPTION REST_ERROR 'ERP EN MANTENIMIENTO';
+		END`,
+		`GRANT SELECT ON TEST_CANDADO TO TRIGGER TEST_MANTENIMIENTO`,
+	} {
+		if _, err := admin.ExecContext(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	maintenance := func(on bool) {
+		t.Helper()
+		q := "DELETE FROM TEST_CANDADO WHERE ID = 99"
+		if on {
+			q = "INSERT INTO TEST_CANDADO VALUES (99, 0)"
+		}
+		if _, err := admin.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		maintenance(false)
+		if _, err := admin.ExecContext(ctx, "DROP TRIGGER TEST_MANTENIMIENTO"); err != nil {
+			t.Errorf("dropping the trigger: %v", err)
+		}
+	})
+	e := newEnv(t, gateway.Config{}, map[string]any{"demo": anonymous(cfg)})
+	read := `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`
+	code := "M" + newCode()[:12]
+	maintenance(true)
+	for i, tt := range []struct{ endpoint, body string }{
+		{"executequery", read}, // a new connection
+		{"executequery", read}, // the same, warm
+		{"execute", pago(code, 1)},
+	} {
+		r := e.post(t, path("demo", tt.endpoint), tt.body)
+		if r.Status != http.StatusOK || *r.Body.CodError != 0 || r.Body.ExExecSQL == nil || !strings.Contains(*r.Body.ExExecSQL, "ERP EN MANTENIMIENTO") {
+			t.Errorf("%d %s: %d %s", i, tt.body, r.Status, r.Raw)
+		}
+	}
+	maintenance(false)
+	if r := e.post(t, path("demo", "executequery"), read); r.Status != http.StatusOK || r.Body.Data == nil {
+		t.Fatalf("after: %d %s", r.Status, r.Raw)
+	}
+	if r := e.post(t, path("demo", "execute"), pago(code, 1)); r.Status != http.StatusOK || r.Body.Data == nil || payments(t, admin, code) != 1 {
+		t.Fatalf("after: %d %s", r.Status, r.Raw)
+	}
+}
