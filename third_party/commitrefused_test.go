@@ -17,9 +17,10 @@ import (
 // TestARefusedCommit holds patch 0020 against Firebird: a commit that a
 // database trigger ON TRANSACTION COMMIT refuses is a *CommitError, from
 // Commit and from the statement the commit went with (CommitWith), and
-// never a statement's own refusal; the transaction stays open (its
-// CURRENT_TRANSACTION in MON$TRANSACTIONS) until Rollback ends it, nothing
-// of it written; the connection serves on.
+// never a statement's own refusal; the server keeps the transaction open
+// (its CURRENT_TRANSACTION in MON$TRANSACTIONS) until Commit, which reports
+// the refusal, has rolled it back, nothing of it written; the connection
+// serves on, its next statements in transactions of their own.
 func TestARefusedCommit(t *testing.T) {
 	cfg := fbtest.Demo(t)
 	fbtest.KeyTable(t, cfg)
@@ -98,21 +99,25 @@ func TestARefusedCommit(t *testing.T) {
 			if tt.with {
 				sctx = firebirdsql.CommitWith(ctx)
 			}
-			id, stmtErr := firstValue(sctx, fc, nil, write, key, tt.refuse, tt.fail)
+			id, err := firstValue(ctx, fc, nil, "SELECT CURRENT_TRANSACTION FROM RDB$DATABASE")
+			if err != nil {
+				return err
+			}
+			_, stmtErr := firstValue(sctx, fc, nil, write, key, tt.refuse, tt.fail)
+			if tt.stmtErr == "commit" && count("SELECT COUNT(*) FROM MON$TRANSACTIONS WHERE MON$TRANSACTION_ID = ?", id) != 1 {
+				t.Errorf("%s: transaction %v not open after its commit was refused", tt.name, id)
+			}
 			commitErr := tx.Commit()
 			if kind(stmtErr) != tt.stmtErr || kind(commitErr) != tt.commitErr {
 				t.Errorf("%s: the statement's error %v, Commit's %v; want %q, %q", tt.name, stmtErr, commitErr, tt.stmtErr, tt.commitErr)
 			}
-			if tt.commitErr != "" && id != nil {
-				if n := count("SELECT COUNT(*) FROM MON$TRANSACTIONS WHERE MON$TRANSACTION_ID = ?", id); n != 1 {
-					t.Errorf("%s: transaction %v not open after its commit was refused", tt.name, id)
-				}
+			// Ended by Commit, refused or not (database/sql never rolls
+			// back after a failed Commit).
+			if count("SELECT COUNT(*) FROM MON$TRANSACTIONS WHERE MON$TRANSACTION_ID = ?", id) != 0 {
+				t.Errorf("%s: transaction %v open after Commit", tt.name, id)
 			}
 			if err := tx.Rollback(); err != nil {
 				t.Errorf("%s: Rollback: %v", tt.name, err)
-			}
-			if id != nil && count("SELECT COUNT(*) FROM MON$TRANSACTIONS WHERE MON$TRANSACTION_ID = ?", id) != 0 {
-				t.Errorf("%s: transaction %v still open", tt.name, id)
 			}
 			if kept := count("SELECT COUNT(*) FROM GATEWAY_IDEMPOTENCY WHERE SCOPE = 'refusedtest' AND IDEM_KEY = ?", key); kept != 0 && tt.commitErr+tt.stmtErr != "" || kept != 1 && tt.commitErr+tt.stmtErr == "" {
 				t.Errorf("%s: %d rows written", tt.name, kept)
@@ -122,5 +127,29 @@ func TestARefusedCommit(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	conn.Close()
+	// Through database/sql, which never rolls back after a failed Commit:
+	// the connection's next statement commits on its own.
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id int64
+	if err := tx.QueryRowContext(ctx, write, fmt.Sprintf("%d-sql", run), 1, 0).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); !errors.As(err, new(*firebirdsql.CommitError)) {
+		t.Fatalf("database/sql's Commit: %v", err)
+	}
+	next := fmt.Sprintf("%d-next", run)
+	if _, err := db.ExecContext(ctx, "INSERT INTO GATEWAY_IDEMPOTENCY (SCOPE, IDEM_KEY, CLAVE, REQUEST_HASH, CREATED_AT) VALUES ('refusedtest', ?, 'test', 'h', CURRENT_TIMESTAMP)", next); err != nil {
+		t.Fatal(err)
+	}
+	if n := count("SELECT COUNT(*) FROM GATEWAY_IDEMPOTENCY WHERE SCOPE = 'refusedtest' AND IDEM_KEY = ?", next); n != 1 {
+		t.Errorf("the statement after a refused Commit: %d rows committed", n)
+	}
+	if n := count("SELECT COUNT(*) FROM MON$TRANSACTIONS WHERE MON$TRANSACTION_ID = ?", id); n != 0 {
+		t.Errorf("the refused transaction %d open after database/sql's Commit", id)
 	}
 }

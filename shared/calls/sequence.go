@@ -95,8 +95,8 @@ type Keeper interface {
 // Run runs q's calls in one transaction of store's; keeper, when not nil,
 // claims its key and keeps its answer in that transaction. It returns
 // ErrRollback, the steps saying why, when a write was refused, a reference
-// found nothing, the database refused the commit, or the sequence was a
-// dry run; any other error is the store's, the key's, or a call's over its
+// found nothing, the database refused the transaction (its start or its
+// commit), or the sequence was a dry run; any other error is the store's, the key's, or a call's over its
 // limits, and nothing was committed but for a commit whose outcome is
 // unknown.
 func Run(ctx context.Context, store Store, t erp.Target, q *Sequence, keeper Keeper) error {
@@ -108,11 +108,20 @@ func Run(ctx context.Context, store Store, t erp.Target, q *Sequence, keeper Kee
 		return q.run(ctx, tx, keeper)
 	})
 	var exc *erp.Exception
-	if errors.As(err, &exc) && exc.Commit {
-		// Every call ran, and the database refused their commit: its
-		// refusal is answered in the last call's place, as a single
-		// write's is in its own.
-		q.Steps[len(q.Steps)-1].Refused = exc
+	if errors.As(err, &exc) && (keeper == nil || !keeper.Own(err)) {
+		// The database refused the transaction rather than a call: its
+		// commit, every call run (answered in the last call's place, as
+		// a single write's is in its own), or its start, a trigger ON
+		// TRANSACTION START (in the place of the call that was to run,
+		// the first when none had started).
+		i := q.RunningStep()
+		switch {
+		case exc.Commit:
+			i = len(q.Steps) - 1
+		case i < 0:
+			i = 0
+		}
+		q.Steps[i].Refused = exc
 		return ErrRollback
 	}
 	return err

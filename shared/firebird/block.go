@@ -29,9 +29,13 @@ func (s *Session) block(ctx context.Context, name string, procedures []string, w
 				s.at.Store(int32(preparing)) // whatever phase the reading left
 				return err
 			}
-			// Read by this attachment, which runs the database's triggers
-			// as they were when it attached.
-			s.conn.blindCommit = !commitTrigger
+			if len(sigs) > 0 {
+				// As the database has its triggers now; the attachment runs
+				// them as they were when it attached, and the version check
+				// (versionQuery counts RDB$TRIGGERS) retires it within
+				// StmtMaxAge of a change.
+				s.conn.blindCommit = !commitTrigger
+			}
 			b = write(sigs)
 			if len(s.conn.blocks) >= s.conn.max {
 				// As many blocks as statements are kept (documents come in

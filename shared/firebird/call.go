@@ -272,10 +272,10 @@ func (c *conn) call(ctx context.Context, opts Options, mode calls.Mode, at *atom
 	at.Store(int32(committing))
 	sent := time.Now()
 	if err := tx.Commit(); err != nil {
-		// A commit the database refused leaves its transaction open;
-		// any other failure, the wire in a state nobody knows.
+		// The driver rolled back a commit the database refused; any
+		// other failure leaves the wire in a state nobody knows.
 		var refused *firebirdsql.CommitError
-		if !errors.As(err, &refused) || tx.Rollback() != nil {
+		if !errors.As(err, &refused) || !fc.IsValid() {
 			c.broken = true
 		}
 		// A commit trigger's write can wait for a lock, as a statement's:

@@ -135,8 +135,8 @@ type conn struct {
 	// hands on a VARCHAR and a text BLOB alike (Session.readQuery).
 	utf8 bool
 	// blindCommit: the database had no trigger ON TRANSACTION COMMIT when
-	// the connection last read procedures' signatures (Session.commitWith);
-	// false before.
+	// the connection last read signatures of procedures with parameters
+	// (Session.commitWith); false before.
 	blindCommit bool
 }
 

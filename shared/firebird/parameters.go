@@ -114,9 +114,9 @@ func txQuerier(tx *sql.Tx) querier {
 
 // signatures reads the parameters of the named procedures (upper case, as
 // Firebird keeps unquoted names), and whether each is selectable, in one
-// round trip. A procedure that does not exist has no entry. commitTrigger:
-// the database has an active trigger ON TRANSACTION COMMIT, or cannot tell
-// (no parameter read).
+// round trip. A procedure that does not exist, or has no parameters, has
+// no entry. commitTrigger: the database has an active trigger ON
+// TRANSACTION COMMIT, or no entry told.
 func signatures(ctx context.Context, q querier, names []string) (sigs map[string]catalog.Procedure, commitTrigger bool, err error) {
 	if len(names) == 1 {
 		// As a write's two: one statement serves both.

@@ -39,9 +39,12 @@ func (s *Session) prepare(ctx context.Context, query string) (*stmt, error) {
 		s.conn.read = tx
 	}
 	s.at.Store(int32(preparing))
+	began := time.Now()
 	st, err := s.conn.statement(ctx, s.fc, query)
 	if err != nil {
-		return nil, err
+		// A prepare waits for no lock, but the transaction it begins can:
+		// an ON TRANSACTION START trigger's write.
+		return nil, waited(err, time.Since(began))
 	}
 	s.at.Store(int32(executing))
 	return st, nil

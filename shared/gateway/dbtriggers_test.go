@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -220,25 +221,89 @@ func TestATransactionStartTriggersRefusal(t *testing.T) {
 			t.Errorf("dropping the trigger: %v", err)
 		}
 	})
-	e := newEnv(t, gateway.Config{}, map[string]any{"demo": anonymous(cfg)})
+	e := newEnv(t, gateway.Config{}, map[string]any{"demo": tenants.Instance{Connection: cfg, Idempotency: true}})
+	auth := []string{"Authorization", "Bearer " + fbtest.Token(t, e.acc, "demo")}
 	read := `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`
 	code := "M" + newCode()[:12]
+	document := `[` + pago(code, 1) + `,` + pago(code, 2) + `]`
+	refused := `{"cod_error":0,"ex_execsql":"[firebirdsql]exception 16\r\nREST_ERROR\r\nERP EN MANTENIMIENTO\r\nAt trigger 'TEST_MANTENIMIENTO' line: 2, col: `
+	notRun := `{"cod_error":1502,"ex_execsql":"call 0 of the batch was refused: this call did not run; nothing of the batch was written"}`
 	maintenance(true)
-	for i, tt := range []struct{ endpoint, body string }{
-		{"executequery", read}, // a new connection
-		{"executequery", read}, // the same, warm
-		{"execute", pago(code, 1)},
+	for i, tt := range []struct {
+		endpoint, body, key string
+		batch               bool
+	}{
+		{"executequery", read, "", false}, // a new connection
+		{"executequery", read, "", false}, // the same, warm
+		{"execute", pago(code, 1), "", false},
+		{"execute", pago(code, 1), "m1-" + code, false},
+		{"execute", document, "", true},
+		{"execute", document, "m2-" + code, true},
+		{"execute", `[` + pago(code, 1) + `,` + read + `]`, "m3-" + code, true}, // call by call
 	} {
-		r := e.post(t, path("demo", tt.endpoint), tt.body)
-		if r.Status != http.StatusOK || *r.Body.CodError != 0 || r.Body.ExExecSQL == nil || !strings.Contains(*r.Body.ExExecSQL, "ERP EN MANTENIMIENTO") {
-			t.Errorf("%d %s: %d %s", i, tt.body, r.Status, r.Raw)
+		headers := auth
+		if tt.key != "" {
+			headers = append(slices.Clone(auth), "Idempotency-Key", tt.key)
+		}
+		r := send(t, e.h, tt.endpoint, tt.body, headers...)
+		ok := strings.HasPrefix(r.body, refused)
+		if tt.batch {
+			ok = strings.HasPrefix(r.body, "["+refused) && strings.HasSuffix(r.body, ","+notRun+"]")
+		}
+		if r.status != http.StatusOK || !ok {
+			t.Errorf("%d %s: %d %s", i, tt.body, r.status, r.body)
 		}
 	}
 	maintenance(false)
-	if r := e.post(t, path("demo", "executequery"), read); r.Status != http.StatusOK || r.Body.Data == nil {
-		t.Fatalf("after: %d %s", r.Status, r.Raw)
+	if r := send(t, e.h, "executequery", read, auth...); r.status != http.StatusOK || !strings.Contains(r.body, `"data"`) {
+		t.Fatalf("after: %d %s", r.status, r.body)
 	}
-	if r := e.post(t, path("demo", "execute"), pago(code, 1)); r.Status != http.StatusOK || r.Body.Data == nil || payments(t, admin, code) != 1 {
-		t.Fatalf("after: %d %s", r.Status, r.Raw)
+	if r := send(t, e.h, "execute", document, auth...); r.status != http.StatusOK || !strings.Contains(r.body, `"data"`) || payments(t, admin, code) != 2 {
+		t.Fatalf("after: %d %s", r.status, r.body)
+	}
+}
+
+// TestATransactionStartTriggerThatWaitsForALock: a trigger ON TRANSACTION
+// START whose write gives up waiting for a row an ERP user holds is a lock
+// (503, 1201, Retry-After), as a statement's is, though the transaction
+// began with a prepare; nothing is written.
+func TestATransactionStartTriggerThatWaitsForALock(t *testing.T) {
+	cfg := fbtest.Demo(t)
+	admin := setupKeys(t, cfg)
+	ctx := context.Background()
+	for _, s := range []string{
+		`CREATE OR ALTER TRIGGER TEST_INICIO_CANDADO ON TRANSACTION START AS BEGIN
+			IF (CURRENT_USER = 'GATEWAY' AND RDB$GET_CONTEXT('SYSTEM', 'READ_ONLY') = 'FALSE') THEN UPDATE TEST_CANDADO SET N = N + 1 WHERE ID = 1;
+		END`,
+		`GRANT UPDATE ON TEST_CANDADO TO TRIGGER TEST_INICIO_CANDADO`,
+	} {
+		if _, err := admin.ExecContext(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		if _, err := admin.ExecContext(ctx, "DROP TRIGGER TEST_INICIO_CANDADO"); err != nil {
+			t.Errorf("dropping the trigger: %v", err)
+		}
+	})
+	e := newEnv(t, gateway.Config{Timeout: 8 * time.Second}, map[string]any{"demo": anonymous(cfg)})
+	holder, err := admin.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback() //nolint:errcheck // it only holds the lock
+	if _, err := holder.ExecContext(ctx, "UPDATE TEST_CANDADO SET N = N + 1 WHERE ID = 1"); err != nil {
+		t.Fatal(err)
+	}
+	code := "L" + newCode()[:12]
+	r := e.post(t, path("demo", "execute"), pago(code, 1)) // a new connection: its first prepare begins the transaction
+	if r.Status != http.StatusServiceUnavailable || *r.Body.CodError != int(erp.CodeUnavailable) || !strings.Contains(*r.Body.ExExecSQL, "locked") || r.Header.Get("Retry-After") != "1" {
+		t.Errorf("%d %s", r.Status, r.Raw)
+	}
+	if err := holder.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if n := payments(t, admin, code); n != 0 {
+		t.Errorf("%d payments of %s written", n, code)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql/driver"
+	"errors"
 	"time"
 )
 
@@ -215,12 +216,27 @@ func (tx *firebirdsqlTx) commitResponse() error {
 // CommitError is the server's refusal of a transaction's commit (an ON
 // TRANSACTION COMMIT trigger's exception, say), from Commit or from the
 // statement a commit went with (CommitWith): everything before the commit
-// succeeded, and the transaction stays as it was, open, until Rollback
-// ends it. Err is the server's answer, an *FbError.
+// succeeded, and the server keeps the transaction open. Commit rolls it
+// back before it returns the refusal; after a statement's CommitWith,
+// Rollback (or Commit) ends it. Err is the server's answer, an *FbError.
 type CommitError struct{ Err error }
 
 func (e *CommitError) Error() string { return e.Err.Error() }
 func (e *CommitError) Unwrap() error { return e.Err }
+
+// endRefused rolls back a transaction whose commit the server refused
+// (refused, a *CommitError) and returns the refusal. database/sql never
+// rolls back after a failed Commit, and returns the connection to its
+// pool: forgotten, the transaction would stay open on the server, and the
+// connection's next statements would run in it, never committed. A
+// rollback that fails leaves the connection for database/sql to discard.
+func (tx *firebirdsqlTx) endRefused(refused error) error {
+	if err := tx.Rollback(); err != nil {
+		tx.fc.wp.desynced = true
+		return errors.Join(refused, err)
+	}
+	return refused
+}
 
 // lastObject is the handle a lazy port (ptype_lazy_send) takes for the
 // object it created last: a request sent after op_transaction in the same
@@ -299,10 +315,13 @@ func (tx *firebirdsqlTx) commitRetaining(ctx context.Context) (err error) {
 // Commit returns the context error wrapped with driver.ErrBadConn and the
 // connection is discarded. As with any connection lost mid-commit, the outcome of
 // the commit on the server is then unknown. A commit the server refused is a
-// *CommitError, and leaves the transaction open until Rollback ends it.
+// *CommitError, its transaction rolled back (endRefused).
 func (tx *firebirdsqlTx) Commit() (err error) {
 	if tx.committedWith {
 		tx.committedWith = false
+		if errors.As(tx.commitErr, new(*CommitError)) {
+			return tx.endRefused(tx.commitErr)
+		}
 		return tx.commitErr
 	}
 	if tx.needBegin {
@@ -324,9 +343,7 @@ func (tx *firebirdsqlTx) Commit() (err error) {
 		return err
 	})
 	if serverRefused(err) {
-		// The transaction is as it was: forgotten here, it would stay
-		// open on the server as long as the connection lives.
-		return &CommitError{Err: err}
+		return tx.endRefused(&CommitError{Err: err})
 	}
 	tx.fc.wp.clearInlineBlobCache(tx.transHandle)
 	tx.isAutocommit = tx.fc.isAutocommit
