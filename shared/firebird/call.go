@@ -289,10 +289,10 @@ func (c *conn) call(ctx context.Context, opts Options, mode calls.Mode, at *atom
 // sent with the connection's next request (the driver's RollbackLater; for
 // a read-only transaction a rollback is a commit no ON TRANSACTION COMMIT
 // trigger can refuse): that request runs in a transaction of its own,
-// which sees nothing the read kept for its transaction (the rows of a global temporary table ON
-// COMMIT DELETE ROWS, its USER_TRANSACTION context), where a read
-// transaction kept between calls let a read see an earlier one's, another
-// token's too. Until then the server keeps it, pre-committed and read-only:
+// which sees nothing the read kept for its transaction (the rows of a
+// global temporary table ON COMMIT DELETE ROWS, its USER_TRANSACTION
+// context), where a read transaction kept between calls let a read see an
+// earlier one's, another token's too. Until then the server keeps it, pre-committed and read-only:
 // it holds nothing back. The driver begins the next one with its first
 // execute; a new statement's prepare, which needs a transaction begun,
 // begins it in a round trip of its own, once per statement and connection.

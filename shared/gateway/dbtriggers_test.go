@@ -91,16 +91,8 @@ func TestACommitThatWaitsForALock(t *testing.T) {
 	cfg := fbtest.Demo(t)
 	admin := setupKeys(t, cfg)
 	commitTrigger(t, admin, "TEST_CANDADO_COMMIT", "TEST_PAGOS", "LOCK", "UPDATE TEST_CANDADO SET N = N + 1 WHERE ID = 1", "UPDATE ON TEST_CANDADO")
-	ctx := context.Background()
 	e := newEnv(t, gateway.Config{Timeout: 8 * time.Second}, map[string]any{"demo": anonymous(cfg)})
-	holder, err := admin.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Rollback() //nolint:errcheck // it only holds the lock
-	if _, err := holder.ExecContext(ctx, "UPDATE TEST_CANDADO SET N = N + 1 WHERE ID = 1"); err != nil {
-		t.Fatal(err)
-	}
+	holder := holdCandado(t, admin)
 	var codes []string
 	for _, body := range []string{
 		pago("%[1]s", 1),
@@ -131,7 +123,6 @@ func TestACommitThatWaitsForALock(t *testing.T) {
 // Database triggers load with an attachment: an env made after sees it.
 func commitTrigger(t testing.TB, admin *sql.DB, name, table, prefix, action string, grants ...string) {
 	t.Helper()
-	ctx := context.Background()
 	stmts := []string{
 		fmt.Sprintf(`CREATE OR ALTER TRIGGER %s_MARCA FOR %s AFTER INSERT AS BEGIN
 			IF (NEW.CODIGO STARTING WITH '%s') THEN RDB$SET_CONTEXT('USER_TRANSACTION', '%[1]s', '1');
@@ -143,18 +134,41 @@ func commitTrigger(t testing.TB, admin *sql.DB, name, table, prefix, action stri
 	for _, g := range grants {
 		stmts = append(stmts, fmt.Sprintf("GRANT %s TO TRIGGER %s", g, name))
 	}
+	triggers(t, admin, []string{name, name + "_MARCA"}, stmts...)
+}
+
+// triggers runs stmts, which create the triggers names (and grant them
+// what they need), and drops those when t ends.
+func triggers(t testing.TB, admin *sql.DB, names []string, stmts ...string) {
+	t.Helper()
+	ctx := context.Background()
 	for _, s := range stmts {
 		if _, err := admin.ExecContext(ctx, s); err != nil {
 			t.Fatal(err)
 		}
 	}
 	t.Cleanup(func() {
-		for _, s := range []string{"DROP TRIGGER " + name, "DROP TRIGGER " + name + "_MARCA"} {
-			if _, err := admin.ExecContext(ctx, s); err != nil {
-				t.Errorf("%s: %v", s, err)
+		for _, name := range names {
+			if _, err := admin.ExecContext(ctx, "DROP TRIGGER "+name); err != nil {
+				t.Errorf("dropping %s: %v", name, err)
 			}
 		}
 	})
+}
+
+// holdCandado holds TEST_CANDADO's row 1, as an ERP user's open
+// transaction would, until t ends or the returned transaction ends.
+func holdCandado(t testing.TB, admin *sql.DB) *sql.Tx {
+	t.Helper()
+	holder, err := admin.BeginTx(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { holder.Rollback() }) //nolint:errcheck // it only holds the lock
+	if _, err := holder.Exec("UPDATE TEST_CANDADO SET N = N + 1 WHERE ID = 1"); err != nil {
+		t.Fatal(err)
+	}
+	return holder
 }
 
 // TestAnUndoneBlockRunsNoCommitTrigger: a write's block that fails, undone,
@@ -195,16 +209,11 @@ func TestATransactionStartTriggersRefusal(t *testing.T) {
 	cfg := fbtest.Demo(t)
 	admin := setupKeys(t, cfg)
 	ctx := context.Background()
-	for _, s := range []string{
+	triggers(t, admin, []string{"TEST_MANTENIMIENTO"},
 		`CREATE OR ALTER TRIGGER TEST_MANTENIMIENTO ON TRANSACTION START AS BEGIN
 			IF (CURRENT_USER = 'GATEWAY' AND EXISTS (SELECT 1 FROM TEST_CANDADO WHERE ID = 99)) THEN EXCEPTION REST_ERROR 'ERP EN MANTENIMIENTO';
 		END`,
-		`GRANT SELECT ON TEST_CANDADO TO TRIGGER TEST_MANTENIMIENTO`,
-	} {
-		if _, err := admin.ExecContext(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
+		`GRANT SELECT ON TEST_CANDADO TO TRIGGER TEST_MANTENIMIENTO`)
 	maintenance := func(on bool) {
 		t.Helper()
 		q := "DELETE FROM TEST_CANDADO WHERE ID = 99"
@@ -215,12 +224,7 @@ func TestATransactionStartTriggersRefusal(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Cleanup(func() {
-		maintenance(false)
-		if _, err := admin.ExecContext(ctx, "DROP TRIGGER TEST_MANTENIMIENTO"); err != nil {
-			t.Errorf("dropping the trigger: %v", err)
-		}
-	})
+	t.Cleanup(func() { maintenance(false) }) // before the trigger's drop
 	e := newEnv(t, gateway.Config{}, map[string]any{"demo": tenants.Instance{Connection: cfg, Idempotency: true}})
 	auth := []string{"Authorization", "Bearer " + fbtest.Token(t, e.acc, "demo")}
 	read := `{"CLAVE":"Get_Referencias","CODIGO":"REF0001"}`
@@ -270,31 +274,13 @@ func TestATransactionStartTriggersRefusal(t *testing.T) {
 func TestATransactionStartTriggerThatWaitsForALock(t *testing.T) {
 	cfg := fbtest.Demo(t)
 	admin := setupKeys(t, cfg)
-	ctx := context.Background()
-	for _, s := range []string{
+	triggers(t, admin, []string{"TEST_INICIO_CANDADO"},
 		`CREATE OR ALTER TRIGGER TEST_INICIO_CANDADO ON TRANSACTION START AS BEGIN
 			IF (CURRENT_USER = 'GATEWAY' AND RDB$GET_CONTEXT('SYSTEM', 'READ_ONLY') = 'FALSE') THEN UPDATE TEST_CANDADO SET N = N + 1 WHERE ID = 1;
 		END`,
-		`GRANT UPDATE ON TEST_CANDADO TO TRIGGER TEST_INICIO_CANDADO`,
-	} {
-		if _, err := admin.ExecContext(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() {
-		if _, err := admin.ExecContext(ctx, "DROP TRIGGER TEST_INICIO_CANDADO"); err != nil {
-			t.Errorf("dropping the trigger: %v", err)
-		}
-	})
+		`GRANT UPDATE ON TEST_CANDADO TO TRIGGER TEST_INICIO_CANDADO`)
 	e := newEnv(t, gateway.Config{Timeout: 8 * time.Second}, map[string]any{"demo": anonymous(cfg)})
-	holder, err := admin.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Rollback() //nolint:errcheck // it only holds the lock
-	if _, err := holder.ExecContext(ctx, "UPDATE TEST_CANDADO SET N = N + 1 WHERE ID = 1"); err != nil {
-		t.Fatal(err)
-	}
+	holder := holdCandado(t, admin)
 	code := "L" + newCode()[:12]
 	r := e.post(t, path("demo", "execute"), pago(code, 1)) // a new connection: its first prepare begins the transaction
 	if r.Status != http.StatusServiceUnavailable || *r.Body.CodError != int(erp.CodeUnavailable) || !strings.Contains(*r.Body.ExExecSQL, "locked") || r.Header.Get("Retry-After") != "1" {

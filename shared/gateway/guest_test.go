@@ -558,7 +558,6 @@ func TestAGrantThatMendsACallIsSeenWithinStmtMaxAge(t *testing.T) {
 // op_cancel, but would run the trigger after a block that failed.)
 func TestAWriteWhoseCommitWaitsPastTheDeadline(t *testing.T) {
 	admin := fbtest.Open(t, fbtest.Admin(t, fbtest.Demo(t)))
-	ctx := context.Background()
 	// The commit of a transaction that inserted a SLOW... third party waits
 	// for a lock an ERP user holds.
 	commitTrigger(t, admin, "TEST_SLOW_COMMIT", "TERCEROS", "SLOW", "UPDATE TEST_CANDADO SET N = N + 1 WHERE ID = 1", "UPDATE ON TEST_CANDADO")
@@ -567,14 +566,7 @@ func TestAWriteWhoseCommitWaitsPastTheDeadline(t *testing.T) {
 	const timeout = 500 * time.Millisecond
 	e := newEnv(t, gateway.Config{Timeout: timeout}, map[string]any{"demo": anonymous(fbtest.Demo(t))})
 	code := "SLOW" + newCode()[1:11]
-	holder, err := admin.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Rollback() //nolint:errcheck // it only holds the lock
-	if _, err := holder.ExecContext(ctx, "UPDATE TEST_CANDADO SET N = N + 1 WHERE ID = 1"); err != nil {
-		t.Fatal(err)
-	}
+	holder := holdCandado(t, admin)
 	r, took := timed(t, e.h, path("demo", "execute"), setTerceros(code))
 	if r.Status != http.StatusServiceUnavailable || *r.Body.CodError != int(erp.CodeOutcomeUnknown) || took > timeout+answerSlack {
 		t.Fatalf("a commit waiting at the deadline: %d %s after %s", r.Status, r.Raw, took)
