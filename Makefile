@@ -25,6 +25,7 @@ DEMO_TOKEN := erpgw_demo_3999776004efd43ca5ca39186f4b49f5_mAliZOWh_OsfcW0aZtBc_y
 export FB_TEST_HOST ?= 127.0.0.1
 export FB_TEST_DEMO_DB ?= $(FB_DATA)/erp_test.fdb
 export FB_TEST_OTHER_DB ?= $(FB_DATA)/erp_other_test.fdb
+export FB_TEST_DIALECT1_DB ?= $(FB_DATA)/erp_dialect1_test.fdb
 export FB_TEST_USER ?= GATEWAY
 export FB_TEST_PASSWORD ?= gateway-demo
 export FB_TEST_READER_USER ?= GATEWAY_READER
@@ -135,6 +136,7 @@ check-catalog:
 test-db: firebird
 	@$(FB) createdb $(notdir $(FB_TEST_DEMO_DB)) demo UTF8
 	@$(FB) createdb $(notdir $(FB_TEST_OTHER_DB)) other WIN1252
+	@$(FB) createdb $(notdir $(FB_TEST_DIALECT1_DB)) dialect1 UTF8
 
 # -p 1: the integration tests of different packages share one server, and some
 # count its open statements or restart it. -race: the gateway is concurrent

@@ -4,7 +4,8 @@
 # to start the service the package installs.
 #   infra/firebird.sh up              install if missing, start if not running
 #   infra/firebird.sh createdb FILE KIND CHARSET   (re)create a demo ERP database
-#        KIND is demo or other; FILE is a name under $FB_DATA
+#        KIND is demo, other or dialect1 (a legacy ERP in SQL dialect 1);
+#        FILE is a name under $FB_DATA
 #   infra/firebird.sh restart         stop and start the server
 #   infra/firebird.sh sysdba          print the SYSDBA password
 set -euo pipefail
@@ -52,20 +53,26 @@ sysdba() {
 }
 
 createdb() {
-  local file=$1 kind=$2 charset=${3:-UTF8} pw
+  local file=$1 kind=$2 charset=${3:-UTF8} pw dialect=3
   pw=$(sysdba)
+  if [ "$kind" = dialect1 ]; then dialect=1; fi
   as_root mkdir -p "$FB_DATA"
   as_root chown firebird:firebird "$FB_DATA"
   as_root rm -f "$FB_DATA/$file"
   {
-    echo "SET SQL DIALECT 3;"
+    echo "SET SQL DIALECT $dialect;"
     echo "CREATE DATABASE 'localhost:$FB_DATA/$file' USER 'SYSDBA' PASSWORD '$pw' DEFAULT CHARACTER SET $charset;"
     echo "CREATE OR ALTER USER $GATEWAY_USER PASSWORD '$GATEWAY_PASSWORD' USING PLUGIN Srp;"
     echo "CREATE OR ALTER USER $READER_USER PASSWORD '$READER_PASSWORD' USING PLUGIN Srp;"
     echo "COMMIT;"
-    cat "$here/sql/$kind-exceptions.sql" "$here/sql/schema.sql" "$here/sql/$kind-data.sql"
-    # The demo keeps idempotency keys (infra/instances.demo.json).
-    if [ "$kind" = demo ]; then cat "$here/sql/idempotency.sql"; fi
+    if [ "$kind" = dialect1 ]; then
+      cat "$here/sql/dialect1.sql"
+    else
+      cat "$here/sql/$kind-exceptions.sql" "$here/sql/schema.sql" "$here/sql/$kind-data.sql"
+    fi
+    # The demo keeps idempotency keys (infra/instances.demo.json); so do
+    # the dialect 1 tests.
+    if [ "$kind" != other ]; then cat "$here/sql/idempotency.sql"; fi
   } | isql-fb -q -ch UTF8 -bail >/dev/null
 }
 

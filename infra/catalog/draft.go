@@ -178,8 +178,21 @@ func param(d catalog.DBParam) (catalog.FileParam, string) {
 		p.Kind, p.Bits = catalog.Integer, 32
 	case "BIGINT":
 		p.Kind, p.Bits = catalog.Integer, 64
+	case "DOUBLE PRECISION":
+		if d.Scale == 0 {
+			return textParam(p, d)
+		}
+		// A NUMERIC of SQL dialect 1: a double keeps 15 digits.
+		precision, scale := 15, d.Scale
+		p.Kind, p.Precision, p.Scale = catalog.Decimal, &precision, &scale
 	case "DATE":
 		p.Kind = catalog.Date
+	case "TIMESTAMP":
+		// A date of SQL dialect 1 is a TIMESTAMP; the clients' dates are
+		// days (DD.MM.YYYY, or NA for none).
+		p.Kind = catalog.Date
+		p.Comment = fmt.Sprintf("%s in the database: drafted as a date, passed at midnight; make it text if its callers send a time of day", d)
+		return p, fmt.Sprintf("input %s: %s", d.Name, p.Comment)
 	case "CHAR", "VARCHAR":
 		p.MaxChars = d.Chars
 		if d.Charset == "OCTETS" {
@@ -187,11 +200,16 @@ func param(d catalog.DBParam) (catalog.FileParam, string) {
 			return p, fmt.Sprintf("input %s: %s", d.Name, p.Comment)
 		}
 	default:
-		p.MaxChars = 32765
-		p.Comment = fmt.Sprintf("%s in the database: no kind fits; passed as text for Firebird to convert", d)
-		return p, fmt.Sprintf("input %s: %s", d.Name, p.Comment)
+		return textParam(p, d)
 	}
 	return p, ""
+}
+
+// textParam drafts p, of d, as text for Firebird to convert: no kind fits.
+func textParam(p catalog.FileParam, d catalog.DBParam) (catalog.FileParam, string) {
+	p.MaxChars = 32765
+	p.Comment = fmt.Sprintf("%s in the database: no kind fits; passed as text for Firebird to convert", d)
+	return p, fmt.Sprintf("input %s: %s", d.Name, p.Comment)
 }
 
 // readBack guesses a write's read-back: the selectable procedure named like

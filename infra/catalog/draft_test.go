@@ -192,3 +192,25 @@ func TestDraftLeavesOutNamesACatalogCannotHold(t *testing.T) {
 		t.Fatalf("the draft does not check: %v", err)
 	}
 }
+
+// TestDraftDialect1Inputs: in a SQL dialect 1 database a NUMERIC of more
+// than 9 digits is a DOUBLE PRECISION with a scale, drafted as the decimal
+// it is, and every date a TIMESTAMP, drafted as a date (the clients' dates
+// are days, NA none) with a note; a double without a scale stays text.
+func TestDraftDialect1Inputs(t *testing.T) {
+	in := []catalog.DBParam{{Name: "P_VALOR", Type: "DOUBLE PRECISION", Scale: 2}, {Name: "P_FECHA", Type: "TIMESTAMP"}, {Name: "P_TASA", Type: "DOUBLE PRECISION"}}
+	doc, notes := draft([]catalog.Procedure{{Name: "REST_INSERT_PAGO", Exists: true, Inputs: in}})
+	ps := doc.Operations[0].Params
+	if p := ps[0]; p.Kind != catalog.Decimal || p.Precision == nil || *p.Precision != 15 || p.Scale == nil || *p.Scale != 2 {
+		t.Errorf("P_VALOR drafted %+v, want a decimal(15,2)", p)
+	}
+	if p := ps[1]; p.Kind != catalog.Date || !strings.Contains(p.Comment, "drafted as a date, passed at midnight") {
+		t.Errorf("P_FECHA drafted %+v, want a date with a comment", p)
+	}
+	if p := ps[2]; p.Kind != "" || p.MaxChars != 32765 {
+		t.Errorf("P_TASA drafted %+v, want text", p)
+	}
+	if all := strings.Join(notes, "\n"); !strings.Contains(all, "input P_FECHA: TIMESTAMP in the database: drafted as a date") || strings.Contains(all, "P_VALOR") {
+		t.Errorf("notes:\n%s", all)
+	}
+}

@@ -61,6 +61,10 @@ func (p DBParam) String() string {
 		return fmt.Sprintf("%s(%d)", p.Type, p.Chars)
 	case "NUMERIC", "DECIMAL":
 		return fmt.Sprintf("%s(%d,%d)", p.Type, p.Precision, p.Scale)
+	case "DOUBLE PRECISION":
+		if p.Scale > 0 {
+			return fmt.Sprintf("DOUBLE PRECISION of scale %d (a NUMERIC of SQL dialect 1)", p.Scale)
+		}
 	case "BLOB":
 		switch p.SubType {
 		case 0:
@@ -388,12 +392,26 @@ func compareParam(c Param, d DBParam) (text string, fatal bool) {
 			if c.Scale > 0 {
 				return fmt.Sprintf("is %s in the database, the catalog allows %d decimals: they would be rounded away", d, c.Scale), true
 			}
+		case "DOUBLE PRECISION":
+			switch {
+			case d.Scale == 0:
+				return fmt.Sprintf("is %s in the database, a decimal in the catalog", d), true
+			case d.Scale < c.Scale:
+				return fmt.Sprintf("is %s in the database, the catalog allows %d decimals: they would be rounded away", d, c.Scale), true
+			case c.Precision > doubleDigits:
+				// Rounded, not refused: calls work.
+				return fmt.Sprintf("is %s in the database, the catalog allows %d digits: a double keeps %d, and rounds the rest", d, c.Precision, doubleDigits), false
+			}
 		default:
 			return fmt.Sprintf("is %s in the database, a decimal in the catalog", d), true
 		}
 	}
 	return "", false
 }
+
+// doubleDigits is how many significant digits a DOUBLE PRECISION keeps
+// whatever their value.
+const doubleDigits = 15
 
 // holdsLess reports whether the database's NUMERIC or DECIMAL d holds a
 // smaller greatest value than the catalog's decimal c takes. Firebird

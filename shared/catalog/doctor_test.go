@@ -138,3 +138,28 @@ func TestHoldsLess(t *testing.T) {
 		}
 	}
 }
+
+// TestDecimalsOfDialect1: a NUMERIC of more than 9 digits in a SQL dialect
+// 1 database is a DOUBLE PRECISION with a scale. A decimal of the catalog
+// fits it when the scale does; digits past a double's 15 are rounded, which
+// fails no call.
+func TestDecimalsOfDialect1(t *testing.T) {
+	tests := []struct {
+		db      DBParam
+		p, s    int
+		finding string
+		fatal   bool
+	}{
+		{DBParam{Type: "DOUBLE PRECISION", Scale: 2}, 15, 2, "", false},
+		{DBParam{Type: "DOUBLE PRECISION", Scale: 4}, 15, 2, "", false},
+		{DBParam{Type: "DOUBLE PRECISION", Scale: 2}, 15, 4, "is DOUBLE PRECISION of scale 2 (a NUMERIC of SQL dialect 1) in the database, the catalog allows 4 decimals: they would be rounded away", true},
+		{DBParam{Type: "DOUBLE PRECISION", Scale: 2}, 18, 2, "is DOUBLE PRECISION of scale 2 (a NUMERIC of SQL dialect 1) in the database, the catalog allows 18 digits: a double keeps 15, and rounds the rest", false},
+		{DBParam{Type: "DOUBLE PRECISION"}, 15, 2, "is DOUBLE PRECISION in the database, a decimal in the catalog", true},
+	}
+	for _, tt := range tests {
+		text, fatal := compareParam(Param{Kind: Decimal, Precision: tt.p, Scale: tt.s}, tt.db)
+		if text != tt.finding || fatal != tt.fatal {
+			t.Errorf("%s against NUMERIC(%d,%d): %q fatal %v, want %q fatal %v", tt.db, tt.p, tt.s, text, fatal, tt.finding, tt.fatal)
+		}
+	}
+}

@@ -1,6 +1,6 @@
 // Package fbtest gives tests the Firebird databases `make test` prepares
-// (infra/firebird.sh): the demo ERP in UTF8 and another ERP in WIN1252 whose
-// REST_ERROR has another number. A test that needs them fails, never skips,
+// (infra/firebird.sh): the demo ERP in UTF8, another ERP in WIN1252 whose
+// REST_ERROR has another number, and a legacy ERP in SQL dialect 1. A test that needs them fails, never skips,
 // when they are not there. It also makes the access documents and tokens
 // tests open instances with.
 package fbtest
@@ -59,6 +59,10 @@ func Other(t testing.TB) erp.Connection {
 	c.Charset = "UTF8" // the connection's character set; the database's is WIN1252
 	return c
 }
+
+// Dialect1 is a legacy ERP in SQL dialect 1 (infra/sql/dialect1.sql),
+// which keeps idempotency keys.
+func Dialect1(t testing.TB) erp.Connection { return config(t, "FB_TEST_DIALECT1_DB") }
 
 // Admin is cfg as SYSDBA, for checking database state and monitoring tables.
 func Admin(t testing.TB, cfg erp.Connection) erp.Connection {

@@ -178,10 +178,13 @@ var nullRef = regexp.MustCompile(regexp.QuoteMeta(nullMarker) + ` (\d+)`)
 
 // collect encodes each row into the answer of the call it is tagged with.
 func (d *document) collect(rows driver.Rows, outs []*record.Encoder) error {
+	digits := make([][]int, len(d.cols))
 	for i, cols := range d.cols {
 		rc := make([]record.Column, len(cols))
+		digits[i] = make([]int, len(cols))
 		for j, c := range cols {
 			rc[j] = record.Column{Name: c.name, Kind: kindOf(rows, c.at)}
+			digits[i][j] = scaleOf(rows, c.at)
 		}
 		outs[i].Columns(rc)
 	}
@@ -210,7 +213,7 @@ func (d *document) collect(rows driver.Rows, outs []*record.Encoder) error {
 			return fmt.Errorf("firebird: a document's row names call %v", dest[0])
 		}
 		for j, c := range d.cols[i] {
-			row[i][j] = dest[c.at]
+			row[i][j] = atScale(dest[c.at], digits[i][j])
 		}
 		if err := outs[i].Row(row[i]); err != nil {
 			return &calls.CallError{Index: int(i), Err: err}

@@ -114,9 +114,10 @@ const Active = `t.MON$TRANSACTION_ID >= (SELECT o.MON$OLDEST_ACTIVE FROM MON$TRA
 // transaction that could hold anything (NULL: none), its bound, and
 // whether this process abandoned it (one of the ids in ABANDONED). The
 // marker's pattern is checked before its bound is read, and Firebird's
-// SIMILAR TO takes a hyphen only in brackets.
+// SIMILAR TO takes a hyphen only in brackets. Its 64-bit integers are of
+// system domains: a database in SQL dialect 1 refuses the word BIGINT.
 const huntSQL = `EXECUTE BLOCK (ABANDONED VARCHAR(2000) CHARACTER SET ASCII = ?)
-RETURNS (ATTACHMENT_ID BIGINT, TX_AGE_MS BIGINT, BOUND_S INTEGER, ABANDONED_HERE SMALLINT)
+RETURNS (ATTACHMENT_ID TYPE OF RDB$ATTACHMENT_ID, TX_AGE_MS TYPE OF RDB$COUNTER, BOUND_S INTEGER, ABANDONED_HERE SMALLINT)
 AS
 DECLARE MARK VARCHAR(255);
 BEGIN

@@ -164,6 +164,10 @@ func signatures(ctx context.Context, q querier, names []string) (sigs map[string
 				p.Precision = integerDigits[fieldType]
 			}
 		}
+		if fieldType == typeDouble && scale < 0 {
+			// A NUMERIC or DECIMAL of SQL dialect 1, kept as a double.
+			p.Scale = int(-scale)
+		}
 		if fieldType != typeBlob && !integer {
 			p.SubType = 0
 		}

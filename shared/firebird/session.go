@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -225,10 +226,11 @@ func collect(rows driver.Rows, out *record.Encoder, l *layout) (last []driver.Va
 			return nil, err
 		}
 		for i, d := range l.at {
-			l.row[i] = l.dest[d]
-			if l.row[i] == nil && l.long[i] >= 0 {
-				l.row[i] = l.dest[l.long[i]]
+			v := l.dest[d]
+			if v == nil && l.long[i] >= 0 {
+				v = l.dest[l.long[i]]
 			}
+			l.row[i] = atScale(v, l.digits[i])
 		}
 		if err := out.Row(l.row); err != nil {
 			return nil, err
@@ -246,8 +248,9 @@ func collect(rows driver.Rows, out *record.Encoder, l *layout) (last []driver.Va
 type layout struct {
 	hidden, shown int
 	cols          []record.Column
-	// at and long: each answer column's driver column, and its long one (-1: none).
-	at, long []int
+	// at and long: each answer column's driver column, and its long one
+	// (-1: none); digits: its scale when it is a double kept at one (scaleOf).
+	at, long, digits []int
 	// dest and row: a fetched row's values, and the answer's; a statement
 	// runs one call at a time, on its connection.
 	dest []driver.Value
@@ -262,14 +265,14 @@ func (st *stmt) layout(rows driver.Rows, hidden int) *layout {
 	names := rows.Columns()
 	shown := max(len(names)-hidden, 0)
 	l := &layout{hidden: hidden, shown: shown, cols: make([]record.Column, 0, shown),
-		at: make([]int, 0, shown), long: make([]int, 0, shown), dest: make([]driver.Value, len(names))}
+		at: make([]int, 0, shown), long: make([]int, 0, shown), digits: make([]int, 0, shown), dest: make([]driver.Value, len(names))}
 	for i, name := range names[:shown] {
 		if name == longColumn && len(l.cols) > 0 {
 			l.cols[len(l.cols)-1].Kind, l.long[len(l.long)-1] = kindOf(rows, i), i
 			continue
 		}
 		l.cols = append(l.cols, record.Column{Name: name, Kind: kindOf(rows, i)})
-		l.at, l.long = append(l.at, i), append(l.long, -1)
+		l.at, l.long, l.digits = append(l.at, i), append(l.long, -1), append(l.digits, scaleOf(rows, i))
 	}
 	l.row = make([]any, len(l.cols))
 	st.laid = l
@@ -292,6 +295,9 @@ func kindOf(rows driver.Rows, i int) record.Kind {
 	case "DECFLOAT", "DEC16", "DEC34":
 		return record.Decimal
 	case "DOUBLE", "D_FLOAT":
+		if scaleOf(rows, i) > 0 {
+			return record.Decimal
+		}
 		return record.Float64
 	case "FLOAT":
 		return record.Float32
@@ -309,4 +315,34 @@ func kindOf(rows driver.Rows, i int) record.Kind {
 		return record.Binary
 	}
 	return record.Text
+}
+
+// scaleOf is the scale of column i when it is a DOUBLE PRECISION the
+// database declares with one: a NUMERIC or DECIMAL of more than 9 digits in
+// a SQL dialect 1 database, which Firebird keeps as a double. Its values
+// are answered at that scale, as Firebird's own CAST to text and isql write
+// them (atScale), where the shortest float answered 411522.62999999995 for
+// a NUMERIC(15,2)'s 411522.63, and a batch passed that on to a NUMERIC(15,2)
+// parameter, which refused it. 0 for any other column. The driver gives
+// every column's scale, though it says ok only for the integer types'.
+func scaleOf(rows driver.Rows, i int) int {
+	tn, named := rows.(driver.RowsColumnTypeDatabaseTypeName)
+	ps, scaled := rows.(driver.RowsColumnTypePrecisionScale)
+	if !named || !scaled {
+		return 0
+	}
+	if t := tn.ColumnTypeDatabaseTypeName(i); t != "DOUBLE" && t != "D_FLOAT" {
+		return 0
+	}
+	_, scale, _ := ps.ColumnTypePrecisionScale(i)
+	return int(max(-scale, 0))
+}
+
+// atScale is v written with digits decimals when it is a double of a
+// column scaleOf gives a scale: an exact decimal for the answer.
+func atScale(v driver.Value, digits int) driver.Value {
+	if f, ok := v.(float64); ok && digits > 0 {
+		return strconv.FormatFloat(f, 'f', digits, 64)
+	}
+	return v
 }

@@ -77,9 +77,10 @@ const (
 	// removes the expired among them. Its work is bounded (sweepBatch
 	// keys, a few milliseconds, never a long transaction) whatever the
 	// table's size; it returns where it stopped, and how many it examined:
-	// fewer than the batch, it reached the end.
+	// fewer than the batch, it reached the end. No BIGINT: a database in
+	// SQL dialect 1 refuses the word.
 	sweepSQL = `EXECUTE BLOCK (FROM_SCOPE TYPE OF COLUMN ` + KeyTable + `.SCOPE = ?, FROM_KEY TYPE OF COLUMN ` + KeyTable + `.IDEM_KEY = ?, CUTOFF TIMESTAMP = ?, BATCH INTEGER = ?)
-RETURNS (LAST_SCOPE TYPE OF COLUMN ` + KeyTable + `.SCOPE, LAST_KEY TYPE OF COLUMN ` + KeyTable + `.IDEM_KEY, SEEN BIGINT)
+RETURNS (LAST_SCOPE TYPE OF COLUMN ` + KeyTable + `.SCOPE, LAST_KEY TYPE OF COLUMN ` + KeyTable + `.IDEM_KEY, SEEN INTEGER)
 AS
 DECLARE CREATED TIMESTAMP;
 BEGIN
