@@ -9,10 +9,10 @@ import (
 	"github.com/erp-gateway/gateway/shared/catalog"
 )
 
-// draft turns procedures into catalog entries, and says what an operator must
-// look at: the guesses (CLAVE names, reads against writes, required) and what
-// no kind fits.
-func draft(procs []catalog.Procedure) (catalog.File, []string) {
+// draft turns procedures of a database of SQL dialect dialect into catalog
+// entries, and says what an operator must look at: the guesses (CLAVE
+// names, reads against writes, required) and what no kind fits.
+func draft(dialect int, procs []catalog.Procedure) (catalog.File, []string) {
 	notes := []string{"CLAVE names are guessed from the procedures' names; use the ones the clients send"}
 	byName := map[string]catalog.Procedure{}
 	procs = slices.DeleteFunc(slices.Clone(procs), func(p catalog.Procedure) bool {
@@ -46,7 +46,7 @@ func draft(procs []catalog.Procedure) (catalog.File, []string) {
 		}
 		fields := fieldNames(p.Inputs)
 		for i, in := range p.Inputs {
-			fp, note := param(in)
+			fp, note := param(in, dialect)
 			fp.Name = fields[i]
 			if !catalog.ValidParamName(fp.Name) || slices.Index(fields, fp.Name) != i {
 				notes = append(notes, fmt.Sprintf("%s: input %s: no request field may be named so; name it (a plain identifier other than CLAVE, once)", op.Clave, in.Name))
@@ -166,7 +166,7 @@ func fieldOf(inputs []catalog.DBParam, params []catalog.FileParam, name string) 
 
 // param drafts one input parameter, but for its request field's name
 // (fieldNames).
-func param(d catalog.DBParam) (catalog.FileParam, string) {
+func param(d catalog.DBParam, dialect int) (catalog.FileParam, string) {
 	p := catalog.FileParam{Name: d.Name, Required: true}
 	switch d.Type {
 	case "NUMERIC", "DECIMAL":
@@ -179,19 +179,21 @@ func param(d catalog.DBParam) (catalog.FileParam, string) {
 	case "BIGINT":
 		p.Kind, p.Bits = catalog.Integer, 64
 	case "DOUBLE PRECISION":
-		if d.Scale == 0 {
+		if !d.Dialect1Numeric() {
 			return textParam(p, d)
 		}
-		// A NUMERIC of SQL dialect 1: a double keeps 15 digits.
-		precision, scale := 15, d.Scale
+		precision, scale := max(d.Precision, d.Scale), d.Scale
 		p.Kind, p.Precision, p.Scale = catalog.Decimal, &precision, &scale
 	case "DATE":
 		p.Kind = catalog.Date
 	case "TIMESTAMP":
-		// A date of SQL dialect 1 is a TIMESTAMP; the clients' dates are
-		// days (DD.MM.YYYY, or NA for none).
+		if dialect != 1 {
+			return textParam(p, d)
+		}
+		// Every DATE of SQL dialect 1 is a TIMESTAMP; the clients' dates
+		// are days (DD.MM.YYYY, or NA for none).
 		p.Kind = catalog.Date
-		p.Comment = fmt.Sprintf("%s in the database: drafted as a date, passed at midnight; make it text if its callers send a time of day", d)
+		p.Comment = fmt.Sprintf("%s in the database (SQL dialect 1's DATE): drafted as a date, passed at midnight; make it text if its callers send a time of day", d)
 		return p, fmt.Sprintf("input %s: %s", d.Name, p.Comment)
 	case "CHAR", "VARCHAR":
 		p.MaxChars = d.Chars

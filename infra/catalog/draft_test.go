@@ -34,7 +34,7 @@ func TestDraftTellsWritesFromReads(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			doc, notes := draft([]catalog.Procedure{{Name: tt.name, Exists: true, Selectable: tt.selectable, Outputs: out}})
+			doc, notes := draft(3, []catalog.Procedure{{Name: tt.name, Exists: true, Selectable: tt.selectable, Outputs: out}})
 			op := doc.Operations[0]
 			if op.Clave != tt.clave || op.Endpoint != tt.endpoint {
 				t.Errorf("drafted %s on %s, want %s on %s", op.Clave, op.Endpoint, tt.clave, tt.endpoint)
@@ -76,7 +76,7 @@ func TestDraftNamesFieldsTheGatewayServes(t *testing.T) {
 			for _, n := range tt.inputs {
 				in = append(in, catalog.DBParam{Name: n, Type: "INTEGER"})
 			}
-			doc, notes := draft([]catalog.Procedure{{Name: "REST_SELECT_X", Exists: true, Selectable: true, Inputs: in,
+			doc, notes := draft(3, []catalog.Procedure{{Name: "REST_SELECT_X", Exists: true, Selectable: true, Inputs: in,
 				Outputs: []catalog.DBParam{{Name: "Y", Type: "INTEGER"}}}})
 			var got []string
 			for _, p := range doc.Operations[0].Params {
@@ -120,7 +120,7 @@ func TestReadBackTakesTheWritesFields(t *testing.T) {
 		{"an input the write lacks", []string{"P_CODIGO"}, []string{"P_OTRO"}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			doc, _ := draft([]catalog.Procedure{
+			doc, _ := draft(3, []catalog.Procedure{
 				{Name: "REST_INSERT_X", Exists: true, Inputs: in(tt.write...)},
 				{Name: "REST_SELECT_X", Exists: true, Selectable: true, Inputs: in(tt.read...), Outputs: in("Y")},
 			})
@@ -147,7 +147,7 @@ func TestReadBackTakesTheWritesFields(t *testing.T) {
 // entry).
 func TestDraftNotesWhatAKindDoesNotSay(t *testing.T) {
 	in := []catalog.DBParam{{Name: "P_CODIGO", Type: "VARCHAR", Chars: 10}, {Name: "P_HASH", Type: "VARCHAR", Chars: 8, Charset: "OCTETS"}, {Name: "P_MONEDA", Type: "CHAR", Chars: 3, Default: true}}
-	doc, notes := draft([]catalog.Procedure{{Name: "REST_SELECT_X", Exists: true, Selectable: true, Inputs: in, Outputs: []catalog.DBParam{{Name: "Y", Type: "INTEGER"}}}})
+	doc, notes := draft(3, []catalog.Procedure{{Name: "REST_SELECT_X", Exists: true, Selectable: true, Inputs: in, Outputs: []catalog.DBParam{{Name: "Y", Type: "INTEGER"}}}})
 	all := strings.Join(notes, "\n")
 	for _, want := range []string{
 		"Get_X: input P_MONEDA has a default: calls get it only if the entry lists neither it nor any input after it",
@@ -171,7 +171,7 @@ func TestDraftNotesWhatAKindDoesNotSay(t *testing.T) {
 // was drafted and refused by the catalog's check, one at a time.
 func TestDraftLeavesOutNamesACatalogCannotHold(t *testing.T) {
 	out := []catalog.DBParam{{Name: "N", Type: "INTEGER"}}
-	doc, notes := draft([]catalog.Procedure{
+	doc, notes := draft(3, []catalog.Procedure{
 		{Name: "REST_SELECT_AÑO", Exists: true, Selectable: true, Outputs: out},
 		{Name: "REST_SELECT_CON ESPACIO", Exists: true, Selectable: true, Outputs: out},
 		{Name: "REST_SELECT_MES", Exists: true, Selectable: true, Outputs: out},
@@ -196,10 +196,11 @@ func TestDraftLeavesOutNamesACatalogCannotHold(t *testing.T) {
 // TestDraftDialect1Inputs: in a SQL dialect 1 database a NUMERIC of more
 // than 9 digits is a DOUBLE PRECISION with a scale, drafted as the decimal
 // it is, and every date a TIMESTAMP, drafted as a date (the clients' dates
-// are days, NA none) with a note; a double without a scale stays text.
+// are days, NA none) with a note; a double without a scale stays text, and
+// so does a TIMESTAMP of dialect 3, which may carry a time of day.
 func TestDraftDialect1Inputs(t *testing.T) {
-	in := []catalog.DBParam{{Name: "P_VALOR", Type: "DOUBLE PRECISION", Scale: 2}, {Name: "P_FECHA", Type: "TIMESTAMP"}, {Name: "P_TASA", Type: "DOUBLE PRECISION"}}
-	doc, notes := draft([]catalog.Procedure{{Name: "REST_INSERT_PAGO", Exists: true, Inputs: in}})
+	in := []catalog.DBParam{{Name: "P_VALOR", Type: "DOUBLE PRECISION", Precision: 15, Scale: 2}, {Name: "P_FECHA", Type: "TIMESTAMP"}, {Name: "P_TASA", Type: "DOUBLE PRECISION"}}
+	doc, notes := draft(1, []catalog.Procedure{{Name: "REST_INSERT_PAGO", Exists: true, Inputs: in}})
 	ps := doc.Operations[0].Params
 	if p := ps[0]; p.Kind != catalog.Decimal || p.Precision == nil || *p.Precision != 15 || p.Scale == nil || *p.Scale != 2 {
 		t.Errorf("P_VALOR drafted %+v, want a decimal(15,2)", p)
@@ -210,7 +211,11 @@ func TestDraftDialect1Inputs(t *testing.T) {
 	if p := ps[2]; p.Kind != "" || p.MaxChars != 32765 {
 		t.Errorf("P_TASA drafted %+v, want text", p)
 	}
-	if all := strings.Join(notes, "\n"); !strings.Contains(all, "input P_FECHA: TIMESTAMP in the database: drafted as a date") || strings.Contains(all, "P_VALOR") {
+	if all := strings.Join(notes, "\n"); !strings.Contains(all, "input P_FECHA: TIMESTAMP in the database (SQL dialect 1's DATE): drafted as a date") || strings.Contains(all, "P_VALOR") {
 		t.Errorf("notes:\n%s", all)
+	}
+	doc, _ = draft(3, []catalog.Procedure{{Name: "REST_INSERT_PAGO", Exists: true, Inputs: in}})
+	if p := doc.Operations[0].Params[1]; p.Kind != "" || p.MaxChars != 32765 {
+		t.Errorf("a TIMESTAMP of dialect 3 drafted %+v, want text", p)
 	}
 }

@@ -41,14 +41,14 @@ func fromDB(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	procs, err := firebird.DescribeMatching(ctx, inst.Connection, *like)
+	procs, dialect, err := firebird.DescribeMatching(ctx, inst.Connection, *like)
 	if err != nil {
 		return fmt.Errorf("instance %s: %w", *name, err)
 	}
 	if len(procs) == 0 {
 		return fmt.Errorf("no procedure of instance %s matches %q (in upper case, as Firebird keeps unquoted names)", *name, *like)
 	}
-	doc, notes := draft(procs)
+	doc, notes := draft(dialect, procs)
 	if *merge != "" {
 		if doc, err = merged(*merge, doc, &notes); err != nil {
 			return err

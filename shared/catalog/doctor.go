@@ -63,7 +63,8 @@ func (p DBParam) String() string {
 		return fmt.Sprintf("%s(%d,%d)", p.Type, p.Precision, p.Scale)
 	case "DOUBLE PRECISION":
 		if p.Scale > 0 {
-			return fmt.Sprintf("DOUBLE PRECISION of scale %d (a NUMERIC of SQL dialect 1)", p.Scale)
+			// As it was declared: a NUMERIC of SQL dialect 1.
+			return fmt.Sprintf("NUMERIC(%d,%d)", p.Precision, p.Scale)
 		}
 	case "BLOB":
 		switch p.SubType {
@@ -377,6 +378,10 @@ func compareParam(c Param, d DBParam) (text string, fatal bool) {
 	case Integer:
 		bits := d.Bits()
 		switch {
+		case d.Dialect1Numeric():
+			if c.Bits > 32 {
+				return fmt.Sprintf("is %s in the database, a double of SQL dialect 1, the catalog allows %d-bit integers: a double keeps %d digits, and rounds the rest", d, c.Bits, DoubleDigits), false
+			}
 		case bits == 0 && d.Type != "NUMERIC" && d.Type != "DECIMAL":
 			return fmt.Sprintf("is %s in the database, an integer in the catalog", d), true
 		case bits != 0 && bits < c.Bits:
@@ -393,14 +398,15 @@ func compareParam(c Param, d DBParam) (text string, fatal bool) {
 				return fmt.Sprintf("is %s in the database, the catalog allows %d decimals: they would be rounded away", d, c.Scale), true
 			}
 		case "DOUBLE PRECISION":
+			// A double keeps what it is given, unrounded to its scale,
+			// and answers at its scale: calls work either way.
 			switch {
 			case d.Scale == 0:
 				return fmt.Sprintf("is %s in the database, a decimal in the catalog", d), true
 			case d.Scale < c.Scale:
-				return fmt.Sprintf("is %s in the database, the catalog allows %d decimals: they would be rounded away", d, c.Scale), true
-			case c.Precision > doubleDigits:
-				// Rounded, not refused: calls work.
-				return fmt.Sprintf("is %s in the database, the catalog allows %d digits: a double keeps %d, and rounds the rest", d, c.Precision, doubleDigits), false
+				return fmt.Sprintf("is %s in the database, a double of SQL dialect 1, the catalog allows %d decimals: the database keeps them and answers %d", d, c.Scale, d.Scale), false
+			case c.Precision > DoubleDigits:
+				return fmt.Sprintf("is %s in the database, a double of SQL dialect 1, the catalog allows %d digits: a double keeps %d, and rounds the rest", d, c.Precision, DoubleDigits), false
 			}
 		default:
 			return fmt.Sprintf("is %s in the database, a decimal in the catalog", d), true
@@ -409,9 +415,13 @@ func compareParam(c Param, d DBParam) (text string, fatal bool) {
 	return "", false
 }
 
-// doubleDigits is how many significant digits a DOUBLE PRECISION keeps
-// whatever their value.
-const doubleDigits = 15
+// DoubleDigits is how many significant digits a DOUBLE PRECISION keeps
+// whatever their value: the precision of a NUMERIC of SQL dialect 1.
+const DoubleDigits = 15
+
+// Dialect1Numeric reports a NUMERIC or DECIMAL of more than 9 digits of a
+// SQL dialect 1 database, which Firebird keeps as a double with its scale.
+func (p DBParam) Dialect1Numeric() bool { return p.Type == "DOUBLE PRECISION" && p.Scale > 0 }
 
 // holdsLess reports whether the database's NUMERIC or DECIMAL d holds a
 // smaller greatest value than the catalog's decimal c takes. Firebird

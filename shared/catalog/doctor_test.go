@@ -140,26 +140,31 @@ func TestHoldsLess(t *testing.T) {
 }
 
 // TestDecimalsOfDialect1: a NUMERIC of more than 9 digits in a SQL dialect
-// 1 database is a DOUBLE PRECISION with a scale. A decimal of the catalog
-// fits it when the scale does; digits past a double's 15 are rounded, which
-// fails no call.
+// 1 database is a DOUBLE PRECISION with a scale, which keeps what it is
+// given unrounded and is answered at its scale. A decimal or an integer of
+// the catalog fails no call there: a warning says what a double does with
+// more decimals or more than 15 digits.
 func TestDecimalsOfDialect1(t *testing.T) {
+	numeric := DBParam{Type: "DOUBLE PRECISION", Precision: 15, Scale: 2}
 	tests := []struct {
-		db      DBParam
-		p, s    int
+		c       Param
+		d       DBParam
 		finding string
 		fatal   bool
 	}{
-		{DBParam{Type: "DOUBLE PRECISION", Scale: 2}, 15, 2, "", false},
-		{DBParam{Type: "DOUBLE PRECISION", Scale: 4}, 15, 2, "", false},
-		{DBParam{Type: "DOUBLE PRECISION", Scale: 2}, 15, 4, "is DOUBLE PRECISION of scale 2 (a NUMERIC of SQL dialect 1) in the database, the catalog allows 4 decimals: they would be rounded away", true},
-		{DBParam{Type: "DOUBLE PRECISION", Scale: 2}, 18, 2, "is DOUBLE PRECISION of scale 2 (a NUMERIC of SQL dialect 1) in the database, the catalog allows 18 digits: a double keeps 15, and rounds the rest", false},
-		{DBParam{Type: "DOUBLE PRECISION"}, 15, 2, "is DOUBLE PRECISION in the database, a decimal in the catalog", true},
+		{Param{Kind: Decimal, Precision: 15, Scale: 2}, numeric, "", false},
+		{Param{Kind: Decimal, Precision: 9, Scale: 2}, numeric, "", false},
+		{Param{Kind: Decimal, Precision: 15, Scale: 4}, numeric, "is NUMERIC(15,2) in the database, a double of SQL dialect 1, the catalog allows 4 decimals: the database keeps them and answers 2", false},
+		{Param{Kind: Decimal, Precision: 18, Scale: 2}, numeric, "is NUMERIC(15,2) in the database, a double of SQL dialect 1, the catalog allows 18 digits: a double keeps 15, and rounds the rest", false},
+		{Param{Kind: Integer, Bits: 32}, numeric, "", false},
+		{Param{Kind: Integer, Bits: 64}, numeric, "is NUMERIC(15,2) in the database, a double of SQL dialect 1, the catalog allows 64-bit integers: a double keeps 15 digits, and rounds the rest", false},
+		{Param{Kind: Decimal, Precision: 15, Scale: 2}, DBParam{Type: "DOUBLE PRECISION"}, "is DOUBLE PRECISION in the database, a decimal in the catalog", true},
+		{Param{Kind: Integer, Bits: 32}, DBParam{Type: "DOUBLE PRECISION"}, "is DOUBLE PRECISION in the database, an integer in the catalog", true},
 	}
 	for _, tt := range tests {
-		text, fatal := compareParam(Param{Kind: Decimal, Precision: tt.p, Scale: tt.s}, tt.db)
+		text, fatal := compareParam(tt.c, tt.d)
 		if text != tt.finding || fatal != tt.fatal {
-			t.Errorf("%s against NUMERIC(%d,%d): %q fatal %v, want %q fatal %v", tt.db, tt.p, tt.s, text, fatal, tt.finding, tt.fatal)
+			t.Errorf("%s against %+v: %q fatal %v, want %q fatal %v", tt.d, tt.c, text, fatal, tt.finding, tt.fatal)
 		}
 	}
 }

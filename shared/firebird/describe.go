@@ -87,10 +87,15 @@ func describeSome(ctx context.Context, tx *sql.Tx, names []string, out map[strin
 // upper-case name is no plain identifier, the drafter leaves out with a
 // note). Names are compared trimmed: the system
 // table pads them with blanks (CHAR), which an exact name would not match.
-// A backslash escapes _ and %: REST\_% does not match RESTAR_SALDO.
-func DescribeMatching(ctx context.Context, cfg erp.Connection, pattern string) ([]catalog.Procedure, error) {
+// A backslash escapes _ and %: REST\_% does not match RESTAR_SALDO. It
+// also returns the database's SQL dialect, which says what a type means
+// (in dialect 1 every DATE is a TIMESTAMP).
+func DescribeMatching(ctx context.Context, cfg erp.Connection, pattern string) (_ []catalog.Procedure, dialect int, err error) {
 	var out []catalog.Procedure
-	err := reading(ctx, cfg, DefaultLongestCall+orphanMargin, func(tx *sql.Tx) error {
+	err = reading(ctx, cfg, DefaultLongestCall+orphanMargin, func(tx *sql.Tx) error {
+		if err := tx.QueryRowContext(ctx, "SELECT MON$SQL_DIALECT FROM MON$DATABASE").Scan(&dialect); err != nil {
+			return fmt.Errorf("reading the SQL dialect: %w", err)
+		}
 		names, err := matching(ctx, tx, strings.ToUpper(pattern))
 		if err != nil {
 			return fmt.Errorf("listing procedures: %w", err)
@@ -105,9 +110,9 @@ func DescribeMatching(ctx context.Context, cfg erp.Connection, pattern string) (
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return out, nil
+	return out, dialect, nil
 }
 
 // reading runs read in a read-only transaction on a connection of its own,

@@ -165,8 +165,9 @@ func signatures(ctx context.Context, q querier, names []string) (sigs map[string
 			}
 		}
 		if fieldType == typeDouble && scale < 0 {
-			// A NUMERIC or DECIMAL of SQL dialect 1, kept as a double.
-			p.Scale = int(-scale)
+			// A NUMERIC or DECIMAL of SQL dialect 1, kept as a double,
+			// whose declared precision Firebird does not keep.
+			p.Scale, p.Precision = int(-scale), catalog.DoubleDigits
 		}
 		if fieldType != typeBlob && !integer {
 			p.SubType = 0

@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -339,10 +340,17 @@ func scaleOf(rows driver.Rows, i int) int {
 }
 
 // atScale is v written with digits decimals when it is a double of a
-// column scaleOf gives a scale: an exact decimal for the answer.
+// column scaleOf gives a scale: an exact decimal for the answer. A double
+// of 15 digits or more before the point has none to spare for decimals,
+// and is answered as a double is (its shortest form; NaN and infinities
+// null); a negative zero is a zero, as Firebird writes it.
 func atScale(v driver.Value, digits int) driver.Value {
-	if f, ok := v.(float64); ok && digits > 0 {
-		return strconv.FormatFloat(f, 'f', digits, 64)
+	f, ok := v.(float64)
+	if !ok || digits <= 0 || !(math.Abs(f) < 1e15) {
+		return v
 	}
-	return v
+	if f == 0 {
+		f = 0
+	}
+	return strconv.FormatFloat(f, 'f', digits, 64)
 }

@@ -3,6 +3,7 @@ package firebird
 import (
 	"database/sql/driver"
 	"io"
+	"math"
 	"slices"
 	"testing"
 
@@ -64,5 +65,36 @@ func TestLayoutOncePerStatement(t *testing.T) {
 		if rows.columns != tt.columns || answer != tt.answer || !slices.Equal(last, tt.lastRow) {
 			t.Errorf("%s: columns asked %d times, answer %s, last %v; want %d, %s, %v", tt.name, rows.columns, answer, last, tt.columns, tt.answer, tt.lastRow)
 		}
+	}
+}
+
+// TestAtScale: a double with a scale (a NUMERIC of SQL dialect 1) is
+// written at its scale, rounded to the nearest; one too large for its
+// decimals, not a number, or of a column without a scale passes as it came.
+func TestAtScale(t *testing.T) {
+	tests := []struct {
+		v      driver.Value
+		digits int
+		want   driver.Value
+	}{
+		{411522.62999999995, 2, "411522.63"},
+		{0.30000000000000004, 4, "0.3000"},
+		{-7158278.826666667, 2, "-7158278.83"},
+		{math.Copysign(0, -1), 2, "0.00"},
+		{0.1, 2, "0.10"},
+		{999999999999999.9, 2, "999999999999999.88"},
+		{1e15, 2, 1e15},
+		{math.Inf(-1), 2, math.Inf(-1)},
+		{0.1, 0, 0.1},
+		{int64(3), 2, int64(3)},
+		{nil, 2, nil},
+	}
+	for _, tt := range tests {
+		if got := atScale(tt.v, tt.digits); got != tt.want {
+			t.Errorf("atScale(%v, %d) = %#v, want %#v", tt.v, tt.digits, got, tt.want)
+		}
+	}
+	if got := atScale(math.NaN(), 2); got == nil || got.(float64) == got.(float64) {
+		t.Errorf("atScale(NaN, 2) = %#v, want NaN", got)
 	}
 }

@@ -90,7 +90,7 @@ func TestADialect1Database(t *testing.T) {
 	run := time.Now().UnixNano() % 1e9
 
 	t.Run("numbers at their scale", func(t *testing.T) {
-		for _, code := range []string{"C001", "C002"} {
+		for _, code := range []string{"C001", "C002", "C004"} {
 			s := send(t, h, "executequery", fmt.Sprintf(`{"CLAVE":"Get_Cliente","P_CODIGO":%q}`, code), auth...)
 			if s.status != http.StatusOK {
 				t.Fatalf("%s: %d %s", code, s.status, s.body)
@@ -128,6 +128,19 @@ func TestADialect1Database(t *testing.T) {
 		}
 	})
 
+	t.Run("a document as one statement", func(t *testing.T) {
+		// The line takes the order's NUMERO, an INTEGER: the block passes
+		// it, and answers the line's amount from its own row.
+		doc := `[{"CLAVE":"Set_Pedido","P_CLIENTE":"C001","P_FECHA":"24.11.2026"},` +
+			`{"CLAVE":"Set_Linea","P_NUMERO":{"$from":0,"$field":"NUMERO"},"P_CANTIDAD":"1.1","P_PRECIO":"45.43"}]`
+		for range 2 { // the second on a connection that prepared the block
+			s := send(t, h, "execute", doc, auth...)
+			if s.status != http.StatusOK || numbers(t, s.body)[1]["IMPORTE"] != json.Number("49.97") {
+				t.Fatalf("%d %s", s.status, s.body)
+			}
+		}
+	})
+
 	t.Run("a document passes a line's amount on", func(t *testing.T) {
 		ref := func(call int, field string) string { return fmt.Sprintf(`{"$from":%d,"$field":%q}`, call, field) }
 		doc := `[{"CLAVE":"Set_Pedido","P_CLIENTE":"C001","P_FECHA":"24.11.2026"},` +
@@ -145,6 +158,8 @@ func TestADialect1Database(t *testing.T) {
 		if err := admin.QueryRow(`SELECT CAST(TOTAL AS VARCHAR(30)) FROM PEDIDOS WHERE NUMERO = ?`, got[0]["NUMERO"].(json.Number).String()).Scan(&total); err != nil {
 			t.Fatal(err)
 		}
+		// 49.973 was kept for the line (a double keeps what it is given)
+		// and 49.97 paid: 0.003 left, answered at the column's scale.
 		if total != "0.00" {
 			t.Errorf("the order's total after its payment: %s", total)
 		}

@@ -120,7 +120,11 @@ func columnSchema(c catalog.DBParam) obj {
 	case "FLOAT":
 		return t("number", kv{"format", "float"})
 	case "DOUBLE PRECISION":
-		return t("number", kv{"format", "double"})
+		if !c.Dialect1Numeric() {
+			return t("number", kv{"format", "double"})
+		}
+		// Answered at its scale, as a NUMERIC is.
+		fallthrough
 	case "NUMERIC", "DECIMAL", "DECFLOAT(16)", "DECFLOAT(34)", "INT128":
 		// A JSON number written exactly as the database holds it: format
 		// decimal tells generators to decode it into a decimal type, not a
