@@ -343,14 +343,15 @@ func scaleOf(rows driver.Rows, i int) int {
 // column scaleOf gives a scale: an exact decimal for the answer. A double
 // of 15 digits or more before the point has none to spare for decimals,
 // and is answered as a double is (its shortest form; NaN and infinities
-// null); a negative zero is a zero, as Firebird writes it.
+// null). A value that rounds to zero is 0.00, never -0.00.
 func atScale(v driver.Value, digits int) driver.Value {
 	f, ok := v.(float64)
 	if !ok || digits <= 0 || !(math.Abs(f) < 1e15) {
 		return v
 	}
-	if f == 0 {
-		f = 0
+	s := strconv.FormatFloat(f, 'f', digits, 64)
+	if s[0] == '-' && strings.Trim(s, "-0.") == "" {
+		s = s[1:]
 	}
-	return strconv.FormatFloat(f, 'f', digits, 64)
+	return s
 }
