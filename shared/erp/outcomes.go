@@ -56,6 +56,10 @@ var (
 	// or may not be executed. One procedure's trouble says nothing of the
 	// others.
 	ErrCannotRun = &Fault{text: "database unavailable: the database cannot run the call", Code: CodeUnavailable, Advice: ErrUnavailable.Advice, of: ErrUnavailable}
+	// ErrMaintenance: the database is closed for maintenance (a DBA shut
+	// it down, or made it read-only): nothing was written, and it will be
+	// back. The database answered: it is up.
+	ErrMaintenance = &Fault{text: "database unavailable: closed for maintenance", Code: CodeUnavailable, Advice: ErrUnavailable.Advice, of: ErrUnavailable}
 	// ErrLocked: a record the call writes is locked by another transaction
 	// that did not end while the call could wait (a live one, or one a cut
 	// link left behind that is not cancelled yet). Nothing was written. The
@@ -88,7 +92,7 @@ var (
 
 // Faults lists every fault, for the tests that hold each one's answer.
 func Faults() []*Fault {
-	return []*Fault{ErrUnavailable, ErrCredentials, ErrCannotRun, ErrLocked, ErrBusy, ErrOutcomeUnknown, ErrKeyReused,
+	return []*Fault{ErrUnavailable, ErrCredentials, ErrCannotRun, ErrMaintenance, ErrLocked, ErrBusy, ErrOutcomeUnknown, ErrKeyReused,
 		ErrPaused, ErrTooManyRows, ErrAnswerTooLarge, ErrKeptTooLarge, ErrKeyInProgress}
 }
 

@@ -22,10 +22,15 @@ var lostConnectionCodes = []int{
 // Status-vector codes, beyond a lost connection, for which the database did
 // not answer the call but failed to serve it at all.
 var unavailableCodes = []int{
-	firebirdsql.ISCIoError, firebirdsql.ISCShutdown, firebirdsql.ISCShutinprog,
-	firebirdsql.ISCUnavailable, firebirdsql.ISCBadDbFormat, firebirdsql.ISCCancelled,
+	firebirdsql.ISCIoError, firebirdsql.ISCUnavailable, firebirdsql.ISCBadDbFormat, firebirdsql.ISCCancelled,
 	firebirdsql.ISCPswAttach, firebirdsql.ISCConnectReject,
 }
+
+// Status-vector codes of a database its DBA closed for maintenance: shut
+// down (gfix -shut), or read-only (gfix -mode read_only), where every write
+// is refused with "attempted update on read-only database", which is no
+// refusal of the call's.
+var maintenanceCodes = []int{firebirdsql.ISCShutdown, firebirdsql.ISCShutinprog, firebirdsql.ISCReadOnlyDatabase}
 
 func hasCode(fb *firebirdsql.FbError, codes []int) bool {
 	return slices.ContainsFunc(fb.GDSCodes, func(c int) bool { return slices.Contains(codes, c) })
@@ -73,6 +78,8 @@ func classify(ctx context.Context, at phase, err error) error {
 		return fmt.Errorf("%w: %w", erp.ErrUnavailable, context.Cause(ctx))
 	case !isFB:
 		return fmt.Errorf("%w: %w", erp.ErrUnavailable, err)
+	case hasCode(fb, maintenanceCodes):
+		return fmt.Errorf("%w: gds %v: %s", erp.ErrMaintenance, fb.GDSCodes, oneLine(fb.Message))
 	case hasCode(fb, lostConnectionCodes) || hasCode(fb, unavailableCodes):
 		return fmt.Errorf("%w: gds %v: %s", erp.ErrUnavailable, fb.GDSCodes, oneLine(fb.Message))
 	case at == preparing && !hasCode(fb, []int{firebirdsql.ISCStackTrace}):

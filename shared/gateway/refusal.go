@@ -67,6 +67,11 @@ func (s subject) nothing() string {
 	return ""
 }
 
+// maintenanceRetry is the Retry-After of a database closed for
+// maintenance: a DBA's work takes minutes, and each try costs the database
+// a connection refused.
+const maintenanceRetry = 5 * time.Second
+
 // refuse is the one refusal of a request whose calls failed as a whole:
 // err's fault, born coded, answered with its code and a message that tells
 // what happened and what the client may do (the fault's advice), worded
@@ -139,6 +144,9 @@ func (h *Handler) refuse(ctx context.Context, t erp.Target, s subject, err error
 		if still := (*stillAnswering)(nil); errors.As(err, &still) {
 			msg = fmt.Sprintf("%s was still answering %s when its deadline (%s) ran out: the link to it is slow, or the answer large%s", db, s.what(), timeout, s.nothing())
 		}
+	case errors.Is(err, erp.ErrMaintenance):
+		h.log.WarnContext(ctx, "database closed for maintenance", "instance", t.Instance, "what", s.what(), "err", err)
+		msg, retry = db+" is closed for maintenance (shut down or read-only) right now"+s.nothing(), maintenanceRetry
 	case errors.Is(err, erp.ErrUnavailable):
 		h.log.WarnContext(ctx, "database unavailable", "instance", t.Instance, "what", s.what(), "err", err)
 		msg = db + " is not reachable right now" + s.nothing()

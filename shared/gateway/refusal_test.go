@@ -31,7 +31,7 @@ func TestEveryFaultIsAnsweredOnce(t *testing.T) {
 		}
 		return fmt.Errorf("%w: the adapter's cause", f)
 	}
-	retries := map[*erp.Fault]bool{erp.ErrPaused: true, erp.ErrKeyInProgress: true, erp.ErrLocked: true, erp.ErrBusy: true}
+	retries := map[*erp.Fault]bool{erp.ErrPaused: true, erp.ErrKeyInProgress: true, erp.ErrLocked: true, erp.ErrBusy: true, erp.ErrMaintenance: true}
 	for _, f := range erp.Faults() {
 		for _, batch := range []bool{false, true} {
 			for _, keyed := range []bool{false, true} {
