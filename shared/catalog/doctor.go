@@ -120,12 +120,13 @@ type Finding struct {
 }
 
 // The names of findings about what the gateway itself needs of a database:
-// the idempotency keys' table (fatal for keyed writes), and the grant that
-// lets it cancel the attachments a cut link leaves behind (nothing fails
-// without it).
+// the idempotency keys' table (fatal for keyed writes), the grant that lets
+// it cancel the attachments a cut link leaves behind, and a user of its own,
+// whom a DBA's shutdown keeps out (nothing fails without either).
 const (
 	KeysFinding    = "Idempotency-Key"
 	OrphansFinding = "MON$ATTACHMENTS"
+	UserFinding    = "USER"
 )
 
 func (f Finding) String() string { return f.Text }

@@ -242,7 +242,8 @@ func ungrantedExceptions(ctx context.Context, q querier, names []string) (map[st
 
 // Describe is the package's Describe for an instance the pools serve, on
 // one attachment with what keeps each of tables from serving (checkTable),
-// and the pools' own need: OrphanGrant.
+// the pools' own need (OrphanGrant), and a user of the gateway's own
+// (checkUser).
 func (p *Pools) Describe(ctx context.Context, t erp.Target, names []string, tables ...catalog.Table) (procs map[string]catalog.Procedure, problems []catalog.Finding, err error) {
 	tables = append([]catalog.Table{OrphanGrant()}, tables...)
 	err = reading(ctx, t.Connection, p.bound(), func(tx *sql.Tx) error {
@@ -256,12 +257,38 @@ func (p *Pools) Describe(ctx context.Context, t erp.Target, names []string, tabl
 			}
 			problems = append(problems, found...)
 		}
-		return nil
+		found, err := checkUser(ctx, tx)
+		problems = append(problems, found...)
+		return err
 	})
 	if err != nil {
 		return nil, nil, err
 	}
 	return procs, problems, nil
+}
+
+// checkUser finds the gateway connected as a user a DBA's shutdown does not
+// keep out: the database's owner, SYSDBA, or one in the RDB$ADMIN role.
+// Firebird lets them attach to a database shut down single or multi, so
+// the gateway's writes went on through a shutdown meant to stop them, and
+// its reconnect took the one attachment single mode leaves the DBA (who
+// was refused until the gateway's connection idled out).
+func checkUser(ctx context.Context, tx *sql.Tx) ([]catalog.Finding, error) {
+	var user, owner, role string
+	if err := tx.QueryRowContext(ctx, `SELECT TRIM(CURRENT_USER), TRIM(MON$OWNER), TRIM(CURRENT_ROLE) FROM MON$DATABASE`).Scan(&user, &owner, &role); err != nil {
+		return nil, err
+	}
+	who := user
+	switch {
+	case user == "SYSDBA":
+	case user == owner:
+		who += ", the database's owner"
+	case role == "RDB$ADMIN":
+		who += " in the RDB$ADMIN role"
+	default:
+		return nil, nil
+	}
+	return []catalog.Finding{{Clave: catalog.UserFinding, Text: "the gateway connects as " + who + ": a DBA's shutdown (gfix -shut single or multi) does not keep it out, and its reconnects can take the one attachment -shut single leaves the DBA; give it a user of its own (infra/docs/catalog.md)"}}, nil
 }
 
 // checkTable finds the table missing, a column missing, a privilege not granted

@@ -22,8 +22,9 @@ import (
 // and plainer messages.
 type Describer interface {
 	// Describe reads the procedures and what keeps the gateway from what
-	// it needs of the database (catalog.OrphansFinding and, when keys,
-	// catalog.KeysFinding; nothing when all is there), in one reading.
+	// it needs of the database (catalog.OrphansFinding, catalog.UserFinding
+	// and, when keys, catalog.KeysFinding; nothing when all is there), in
+	// one reading.
 	Describe(ctx context.Context, t erp.Target, procedures []string, keys bool) (map[string]catalog.Procedure, []catalog.Finding, error)
 }
 
@@ -212,7 +213,7 @@ func (h *Handler) health(ctx context.Context, c caller) outcome {
 	for _, f := range all {
 		op, known := h.catalog.Lookup(f.Clave)
 		switch {
-		case (f.Clave == catalog.KeysFinding || f.Clave == catalog.OrphansFinding) && !grant.ReadOnly, known && grant.Allow(f.Clave, op.Endpoint == catalog.Execute) == nil:
+		case (f.Clave == catalog.KeysFinding || f.Clave == catalog.OrphansFinding || f.Clave == catalog.UserFinding) && !grant.ReadOnly, known && grant.Allow(f.Clave, op.Endpoint == catalog.Execute) == nil:
 			findings = append(findings, f)
 		}
 	}

@@ -291,3 +291,17 @@ func TestHealthChecksAtOnceReadTheDatabaseOnce(t *testing.T) {
 		t.Fatalf("16 health checks at once read the database %d times, want once", n)
 	}
 }
+
+// TestHealthWarnsOfAPrivilegedUser: a gateway that connects as SYSDBA (or
+// the database's owner) is not kept out by a DBA's shutdown, and its
+// reconnects can take the one attachment -shut single leaves the DBA: the
+// health check warns, and nothing fails.
+func TestHealthWarnsOfAPrivilegedUser(t *testing.T) {
+	e := newEnv(t, gateway.Config{}, map[string]any{"demo": anonymous(fbtest.Admin(t, fbtest.Demo(t)))})
+	spec := gateway.New(gateway.Config{}, catalog.Default(), access.Static(e.acc.Document), e.src, e.db, slog.New(slog.DiscardHandler))
+	r := do(t, spec, http.MethodGet, "/demo/health", "")
+	if r.Status != 200 || !strings.Contains(r.Raw, `"status":"warnings"`) ||
+		!strings.Contains(r.Raw, `{"clave":"USER","fatal":false,"finding":"the gateway connects as SYSDBA: a DBA's shutdown (gfix -shut single or multi) does not keep it out`) {
+		t.Fatalf("HTTP %d %s", r.Status, r.Raw)
+	}
+}

@@ -186,7 +186,7 @@ func TestRoundTrips(t *testing.T) {
 		{"the same under an Idempotency-Key", keyedDocument, 0, 2},
 		{"three reads in one batch (one snapshot)", readBatch, 0, 4},
 		{"5,000 rows of a price list (Get_Lista)", listRead, 0, 10},
-		{fmt.Sprintf("a health check of %d operations (its own connect)", len(testOperations())), health, 0, 22},
+		{fmt.Sprintf("a health check of %d operations (its own connect)", len(testOperations())), health, 0, 24},
 	}
 	t.Logf("round trips per operation, medians of %d (link: %s each way; raw: the driver's prepared statement on a warm connection)", n, linkDelay)
 	t.Logf("%-60s %8s %8s", "operation", "gateway", "raw")
