@@ -1,8 +1,8 @@
 // Package fbtest gives tests the Firebird databases `make test` prepares
 // (infra/firebird.sh): the demo ERP in UTF8, another ERP in WIN1252 whose
-// REST_ERROR has another number, and a legacy ERP in SQL dialect 1. A test that needs them fails, never skips,
-// when they are not there. It also makes the access documents and tokens
-// tests open instances with.
+// REST_ERROR has another number, and a legacy ERP in SQL dialect 1. A test
+// that needs them fails, never skips, when they are not there. It also
+// makes the access documents and tokens tests open instances with.
 package fbtest
 
 import (
